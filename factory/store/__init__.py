@@ -1,0 +1,5 @@
+"""Store: Parquet segments written by many processes, DuckDB views for readers."""
+
+from factory.store.store import SegmentWriter, Store, StoreError
+
+__all__ = ["SegmentWriter", "Store", "StoreError"]

@@ -1,0 +1,1 @@
+-- reserved: filled by its area (migrations must be contiguous)
