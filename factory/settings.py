@@ -62,6 +62,41 @@ class LLMSettings(Section):
     threads: int = 0
 
 
+class ValidateSettings(Section):
+    """The validator gauntlet. Never relaxed for a weak model or a demo profile."""
+
+    order: list[str] = Field(
+        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        description="validators run in this order (cheapest first); the first failure stops the gauntlet",
+    )
+    answer_max_tokens: int = Field(8, ge=1, description="a longer reference answer is rejected as not short")
+    min_support: int = Field(2, ge=1, description="support chunks a multi-hop cell needs")
+    single_hop_mechanics: list[str] = Field(default_factory=list, description="mechanics allowed one support chunk")
+    leak_similarity: float = Field(0.88, gt=0, le=1, description="near-match ratio for leaked names (typos, transliteration)")
+    shortcut_k: int = Field(10, ge=1)
+    shortcut_support_share: float = Field(0.5, gt=0, le=1, description="fail when this share of support is in the top k")
+    shortcut_searchers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
+    closed_book_samples: int = Field(3, ge=1)
+    closed_book_max_hits: int = Field(0, ge=0, description="samples allowed to reach the answer without evidence")
+    closed_book_temperature: float = Field(0.7, ge=0)
+    solvability_samples: int = Field(3, ge=1)
+    solvability_min_share: float = Field(0.5, ge=0, lt=1, description="solved in more than this share of samples")
+    solvability_temperature: float = Field(0.3, ge=0)
+    necessity_samples: int = Field(2, ge=1, description="samples per leave-one-out check")
+    llm_judge: bool = Field(False, description="ask the LLM whether an unmatched answer is equivalent")
+    max_tokens: int = Field(384, ge=16, description="completion budget of validator prompts")
+    agent_run: bool = Field(False, description="run the search agent as difficulty checker (off until configured)")
+
+
+class GenerateSettings(Section):
+    max_revisions: int = Field(2, ge=0, description="reviser rounds per candidate after a failed gauntlet")
+    max_prunes: int = Field(4, ge=0, description="decorative-chunk prunings per candidate")
+    attempts_per_task: int = Field(10, ge=1, description="default candidate budget: n x this")
+    dedup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
+    dedup_perm: int = Field(128, ge=16)
+    concurrency: int = Field(1, ge=1, description="candidates in flight")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
 
@@ -71,6 +106,8 @@ class Settings(BaseSettings):
     nlp: NlpSettings = NlpSettings()
     index: IndexSettings = IndexSettings()
     llm: LLMSettings = LLMSettings()
+    validation: ValidateSettings = ValidateSettings()  # "validate" would shadow BaseModel.validate
+    generate: GenerateSettings = GenerateSettings()
 
     @classmethod
     def settings_customise_sources(
