@@ -97,6 +97,39 @@ class GenerateSettings(Section):
     concurrency: int = Field(1, ge=1, description="candidates in flight")
 
 
+class BuildSettings(Section):
+    """`factory build-benchmark`: targets, budgets and the named profiles.
+
+    A profile is a set of dotted overrides applied under explicit flags. The demo
+    profile only makes the difficulty checker cheaper (fewer rollouts and rounds, the
+    small-context agent profile); a profile may never touch ``validation.*``.
+    """
+
+    n: int = Field(20, ge=1, description="accepted tasks wanted")
+    profile: Literal["full", "demo"] = "full"
+    max_attempts: int | None = Field(None, ge=1, description="candidate budget; default n x generate.attempts_per_task")
+    token_budget: int | None = Field(None, ge=1, description="stop starting candidates once this many tokens are spent")
+    examples_per_mechanic: int = Field(2, ge=0, description="accepted examples per mechanic shown in the card")
+    corpus_license: str = Field("", description="licence of the corpus, written to LICENSE and the card")
+    corpus_attribution: str = Field("", description="attribution line for the corpus")
+    profiles: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {
+            "full": {},
+            "demo": {"agent.rollouts": 1, "agent.max_rounds": 2, "agent.profile": "small"},
+        }
+    )
+
+    def overrides(self, name: str | None = None) -> dict[str, Any]:
+        name = name or self.profile
+        if name not in self.profiles:
+            raise SettingsError(f"unknown profile {name!r}; known: {', '.join(sorted(self.profiles))}")
+        values = self.profiles[name]
+        relaxing = sorted(k for k in values if k.split(".")[0] == "validation")
+        if relaxing:
+            raise SettingsError(f"profile {name!r} may not change validators: {', '.join(relaxing)}")
+        return dict(values)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
 
@@ -108,6 +141,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     validation: ValidateSettings = ValidateSettings()  # "validate" would shadow BaseModel.validate
     generate: GenerateSettings = GenerateSettings()
+    build: BuildSettings = BuildSettings()
 
     @classmethod
     def settings_customise_sources(
