@@ -55,11 +55,15 @@ class IndexSettings(Section):
 
 
 class LLMSettings(Section):
-    spec: str = "llamacpp:smollm2-135m"
-    concurrency: int = 4
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    threads: int = 0
+    spec: str = Field("llamacpp:smollm2-135m", description="backend spec: openai:URL#MODEL, llamacpp:NAME_OR_PATH, fake")
+    concurrency: int = Field(4, ge=1, description="backend calls in flight at once (vLLM throughput needs many)")
+    timeout_s: float = Field(120.0, gt=0, description="per HTTP request, before a retry")
+    max_retries: int = Field(4, ge=0, description="HTTP retries on timeouts, refused connections, 429 and 5xx")
+    threads: int = Field(0, ge=0, description="llama.cpp CPU threads; 0 = all cores (use 1 in CI)")
+    context_tokens: int = Field(0, ge=0, description="0 = the backend's own window (embedded: at most 8192)")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key, if any")
+    repair: bool = Field(True, description="one repair request for an answer that does not follow the schema")
+    recheck_store_on_miss: bool = Field(False, description="look for answers other processes wrote before asking")
 
 
 class ValidateSettings(Section):

@@ -101,3 +101,61 @@ class FakeLLM:
         response.tokens_in = response.tokens_in or max(1, prompt_chars // 4)
         response.tokens_out = response.tokens_out or max(1, len(response.text) // 4)
         return response
+
+
+def example_from_schema(schema: dict[str, Any], *, root: dict[str, Any] | None = None, name: str = "value") -> Any:
+    """A small deterministic value that follows a JSON schema (pydantic-style schemas)."""
+    root = root or schema
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            raise ValueError(f"only local $ref are supported, got {ref!r}")
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node[part]
+        return example_from_schema(node, root=root, name=name)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    for combo in ("anyOf", "oneOf", "allOf"):
+        if schema.get(combo):
+            options = [s for s in schema[combo] if s.get("type") != "null"] or schema[combo]
+            return example_from_schema(options[0], root=root, name=name)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: example_from_schema(sub, root=root, name=key) for key, sub in props.items()}
+    if kind == "array":
+        count = int(schema.get("minItems", 1))
+        item = schema.get("items", {"type": "string"})
+        return [example_from_schema(item, root=root, name=name) for _ in range(count)]
+    if kind == "integer":
+        return int(schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1))
+    if kind == "number":
+        return float(schema.get("minimum", 0.0))
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    text = f"fake {name}".replace("_", " ")
+    min_len, max_len = int(schema.get("minLength", 0)), schema.get("maxLength")
+    text = text.ljust(min_len, ".")
+    return text[: int(max_len)] if max_len is not None else text
+
+
+def rule_reply(request: LLMRequest) -> Reply:
+    """The `fake` spec's answers: an instance of the schema when one is asked for, else an echo."""
+    if request.output_schema is not None:
+        return example_from_schema(request.output_schema)
+    last_user = next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
+    return f"fake answer to: {' '.join(last_user.split())[:80]}"
+
+
+def rule_fake(*, delay_s: float = 0.0, model: str = "fake-rules") -> FakeLLM:
+    """A FakeLLM that answers every request deterministically (the `fake` spec)."""
+    return FakeLLM(default=rule_reply, model=model, delay_s=delay_s)

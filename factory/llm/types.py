@@ -77,6 +77,10 @@ class LLMRequest(_Model):
         """Sorted-key JSON of everything that determines the answer (no endpoints, no secrets)."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
+    def effective_seed(self) -> int:
+        """The sampler seed a backend uses: differs per sample index, so samples differ at temperature > 0."""
+        return (self.seed * 1_000_003 + self.sample_index) % 2**31
+
     def key(self, model: str = "") -> str:
         """Cache key: the canonical request plus the model name it is asked of."""
         return hashlib.sha256(f"{model}\n{self.canonical()}".encode()).hexdigest()

@@ -1,0 +1,176 @@
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 that can misbehave on purpose.
+
+A fake shipped in the package (not a mock): tests and benchmarks drive the real
+``openai`` backend, the client's retries and the gateway's recording against it.
+Each request can, with a seeded probability, hang past the client's timeout, answer
+HTTP 500 or 429, send a body that is not JSON, or send a well-formed completion whose
+content is broken JSON. Every request is logged (``log``) with its outcome, so a test
+can count what reached the server.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from factory.llm.fake import example_from_schema
+
+
+@dataclass
+class Faults:
+    timeout: float = 0.0  # share of requests that hang for hang_s
+    http_500: float = 0.0
+    http_429: float = 0.0
+    broken_body: float = 0.0  # HTTP 200 with a body that is not JSON
+    broken_answer: float = 0.0  # a valid completion whose content is cut-off JSON
+    hang_s: float = 3.0
+
+
+def default_answer(body: dict[str, Any]) -> str:
+    schema = (body.get("response_format") or {}).get("schema") or (
+        (body.get("response_format") or {}).get("json_schema") or {}
+    ).get("schema")
+    if schema:
+        return json.dumps(example_from_schema(schema))
+    last = next((m.get("content") or "" for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    return f"echo: {last[:200]}"
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self,
+        answer: Callable[[dict[str, Any]], str] = default_answer,
+        *,
+        faults: Faults | None = None,
+        delay_s: float = 0.0,
+        seed: int = 0,
+        model: str = "fake-http",
+    ) -> None:
+        self.answer = answer
+        self.faults = faults or Faults()
+        self.delay_s = delay_s
+        self.model = model
+        self.log: list[dict[str, Any]] = []
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> "FakeOpenAIServer":
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def outcomes(self) -> dict[str, int]:
+        with self._lock:
+            counts: dict[str, int] = {}
+            for entry in self.log:
+                counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + 1
+            return counts
+
+    def _decide(self) -> str:
+        f = self.faults
+        with self._lock:
+            roll = self._rng.random()
+        for outcome, share in (
+            ("timeout", f.timeout),
+            ("http_500", f.http_500),
+            ("http_429", f.http_429),
+            ("broken_body", f.broken_body),
+            ("broken_answer", f.broken_answer),
+        ):
+            if roll < share:
+                return outcome
+            roll -= share
+        return "ok"
+
+    def _record(self, body: dict[str, Any], outcome: str) -> None:
+        last = next((m.get("content") or "" for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+        first = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
+        with self._lock:
+            self.log.append({"n": len(self.log), "first_user": first, "last_user": last, "outcome": outcome,
+                             "t": time.monotonic()})
+
+
+def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            if status == 429:
+                self.send_header("Retry-After", "0")
+            self.end_headers()
+            try:
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                data = {"object": "list", "data": [{"id": owner.model, "object": "model", "max_model_len": 4096}]}
+                self._send(200, json.dumps(data).encode())
+            else:
+                self._send(404, b'{"error": "not found"}')
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            outcome = owner._decide()
+            owner._record(body, outcome)
+            if owner.delay_s:
+                time.sleep(owner.delay_s)
+            if outcome == "timeout":
+                time.sleep(owner.faults.hang_s)
+            if outcome == "http_500":
+                return self._send(500, b'{"error": {"message": "injected server error"}}')
+            if outcome == "http_429":
+                return self._send(429, b'{"error": {"message": "injected rate limit"}}')
+            if outcome == "broken_body":
+                return self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
+            text = owner.answer(body)
+            if outcome == "broken_answer":
+                text = text[: max(1, len(text) // 2)]
+            prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+            data = {
+                "id": f"chatcmpl-{len(owner.log)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", owner.model),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, len(text) // 4),
+                          "total_tokens": max(1, prompt // 4) + max(1, len(text) // 4)},
+            }
+            self._send(200, json.dumps(data).encode())
+
+    return Handler

@@ -1,0 +1,210 @@
+"""Any OpenAI-compatible chat endpoint through the official ``openai`` client.
+
+Production runs vLLM's server (``vllm serve MODEL``); a llama.cpp server, or anything
+else speaking ``/v1/chat/completions``, works the same way. Servers differ in how they
+take a JSON schema, so the spec says which (``structured``):
+
+* ``json_schema`` (default, ``openai:`` / ``openai+vllm:``):
+  ``response_format={"type": "json_schema", "json_schema": {"name", "schema"}}``,
+  which vLLM turns into guided decoding.
+* ``json_object`` (``openai+llamacpp:`` or ``?structured=json_object``):
+  ``{"type": "json_object", "schema": ...}``, as llama.cpp's servers take it.
+* ``none``: the schema is only described by the prompt; the answer is still checked.
+
+Tools go in the OpenAI tools layout; assistant tool calls and tool results round-trip.
+Retries are the client's own: timeouts, refused connections, 408/409/429 and 5xx,
+with exponential backoff and jitter, ``max_retries`` times. Several comma-separated
+URLs serving one model are used round-robin. The API key is read from an environment
+variable (never part of a spec, a log or a cache key).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from factory.errors import FactoryError
+from factory.llm.base import describe_error, guarded
+from factory.llm.spec import LLMSpec, float_option, int_option
+from factory.llm.structured import check_output
+from factory.llm.types import LLMRequest, LLMResponse, Message, ToolCall
+from factory.settings import LLMSettings
+
+STRUCTURED_MODES = ("json_schema", "json_object", "none")
+FLAVORS = {"": "json_schema", "vllm": "json_schema", "llamacpp": "json_object", "plain": "none"}
+FALLBACK_CONTEXT = 8192
+
+
+class OpenAIBackendError(FactoryError):
+    pass
+
+
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(
+        self,
+        urls: list[str],
+        model: str,
+        *,
+        structured: str = "json_schema",
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        context_tokens: int = 0,
+    ) -> None:
+        if not urls:
+            raise OpenAIBackendError("the openai backend needs an endpoint URL, e.g. openai:http://127.0.0.1:8000/v1#MODEL")
+        if not model:
+            raise OpenAIBackendError(f"the openai backend needs a model name after '#', e.g. openai:{urls[0]}#MODEL")
+        if structured not in STRUCTURED_MODES:
+            raise OpenAIBackendError(f"structured={structured!r}: expected one of {', '.join(STRUCTURED_MODES)}")
+        from openai import OpenAI
+
+        self.urls = urls
+        self.model = model
+        self.structured = structured
+        self._clients = [
+            OpenAI(base_url=url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=max_retries)
+            for url in urls
+        ]
+        self._turn = itertools.cycle(range(len(self._clients)))
+        self._turn_lock = threading.Lock()
+        self._context = context_tokens
+        self._body_retries = max_retries
+
+    @classmethod
+    def from_spec(cls, spec: LLMSpec, settings: LLMSettings) -> "OpenAIBackend":
+        if spec.flavor not in FLAVORS:
+            raise OpenAIBackendError(f"LLM spec {spec.text!r}: unknown flavor {spec.flavor!r}; known: vllm, llamacpp, plain")
+        key_env = spec.option("api_key_env") or settings.api_key_env
+        return cls(
+            spec.urls,
+            spec.model,
+            structured=spec.option("structured") or FLAVORS[spec.flavor],
+            api_key=os.environ.get(key_env) if key_env else None,
+            timeout_s=float_option(spec, "timeout", settings.timeout_s),
+            max_retries=int_option(spec, "retries", settings.max_retries),
+            context_tokens=int_option(spec, "context", settings.context_tokens),
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """The server's window if it says (vLLM's ``max_model_len``), else settings, else 8192."""
+        if not self._context:
+            self._context = self._probe_context() or FALLBACK_CONTEXT
+        return self._context
+
+    def _probe_context(self) -> int:
+        try:
+            for entry in self._clients[0].with_options(max_retries=0, timeout=5.0).models.list().data:
+                if entry.id == self.model:
+                    extra = entry.model_extra or {}
+                    value = extra.get("max_model_len") or (extra.get("meta") or {}).get("n_ctx_train")
+                    return int(value) if value else 0
+        except Exception:  # noqa: BLE001 - a probe: the fallback is fine
+            return 0
+        return 0
+
+    def _client(self):
+        with self._turn_lock:
+            return self._clients[next(self._turn)]
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        return guarded(self.name, self.model, self._complete, request)
+
+    def _complete(self, request: LLMRequest) -> LLMResponse:
+        kwargs = self.request_kwargs(request)
+        # the client retries transport faults and 429/5xx itself; a 200 whose body is not
+        # JSON (a proxy cutting the answer off) it does not, so that is retried here
+        retrying = Retrying(
+            retry=retry_if_exception_type(json.JSONDecodeError),
+            stop=stop_after_attempt(1 + self._body_retries),
+            wait=wait_random_exponential(multiplier=0.25, max=4.0),
+            reraise=True,
+        )
+        try:
+            out = retrying(lambda: self._client().chat.completions.create(**kwargs))
+        except Exception as exc:  # noqa: BLE001 - after the client's retries: a recorded failure
+            return LLMResponse(error=_api_error(exc), backend=self.name, model=self.model)
+        if not getattr(out, "choices", None):
+            return LLMResponse(error=f"malformed answer from the server: {str(out)[:300]}", backend=self.name, model=self.model)
+        choice = out.choices[0]
+        message = choice.message
+        calls = [
+            ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}")
+            for i, c in enumerate(message.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        ]
+        usage = out.usage
+        response = LLMResponse(
+            text=message.content or "",
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            backend=self.name,
+            model=self.model,
+        )
+        return check_output(request, response)
+
+    def request_kwargs(self, request: LLMRequest) -> dict[str, Any]:
+        """The ``chat.completions.create`` arguments for a request (no endpoint, no key)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_openai_message(m) for m in request.messages],
+            "temperature": request.sampling.temperature,
+            "top_p": request.sampling.top_p,
+            "max_tokens": request.sampling.max_tokens,
+            "seed": request.effective_seed(),
+        }
+        if request.sampling.stop:
+            kwargs["stop"] = request.sampling.stop
+        if request.tools:
+            kwargs["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in request.tools
+            ]
+            if request.tool_choice:
+                kwargs["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.output_schema is not None and self.structured != "none":
+            if self.structured == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name or "answer", "schema": request.output_schema},
+                }
+            else:
+                kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
+        return kwargs
+
+
+def _tool_choice(choice: str) -> Any:
+    if choice in {"auto", "required", "none"}:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+        out["content"] = message.content or None
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id or ""
+    if message.name and message.role != "tool":
+        out["name"] = message.name
+    return out
+
+
+def _api_error(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    prefix = f"HTTP {status} " if status else ""
+    return prefix + describe_error(exc)
