@@ -42,8 +42,8 @@ class NlpSettings(Section):
 class IndexSettings(Section):
     snippet_tokens: int = Field(512, ge=1, description="snippet cap in whitespace tokens")
     bm25_backend: Literal["bm25s", "rank-bm25"] = Field("bm25s", description="rank-bm25 is the slow reference")
-    bm25_method: Literal["okapi", "lucene"] = Field(
-        "okapi", description="okapi = rank_bm25.BM25Okapi(epsilon=0) scoring, both backends; lucene: bm25s only"
+    bm25_method: Literal["lucene", "okapi"] = Field(
+        "lucene", description="lucene: idf never 0; okapi: rank_bm25.BM25Okapi(epsilon=0), idf 0 in half the chunks"
     )
     bm25_k1: float = Field(1.5, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
