@@ -1,0 +1,110 @@
+"""Subgraph selection: from a taxonomy cell to the chunks (and entity roles) a question rests on.
+
+``select_subgraph(store_or_index, cell, lang, rng)`` looks up the cell's mechanic in the
+taxonomy, runs its selector (``factory/graph/selectors/``) over the cached in-memory
+``SelectionIndex`` and returns a ``Subgraph``, or raises ``NoSubgraph(reason)``;
+``reason.structural`` is True when the corpus can never satisfy the cell (the loop
+then marks the cell unsupported), False when only this random try failed.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from factory.graph.selectors.base import NoSubgraph, SelectionIndex, SelectorParams
+from factory.graph.selectors.chain import select_calculation, select_chain, select_temporal
+from factory.graph.selectors.comparison import select_comparison
+from factory.graph.selectors.intersection import select_intersection
+from factory.records import Cell, Subgraph
+
+__all__ = ["NoSubgraph", "SelectionIndex", "SelectorParams", "SELECTORS", "select_subgraph", "unsupported_cells"]
+
+Selector = Callable[..., Subgraph]
+
+SELECTORS: dict[str, Selector] = {
+    "chain": select_chain,
+    "intersection": select_intersection,
+    "temporal": select_temporal,
+    "comparison": select_comparison,
+    "calculation": select_calculation,
+}
+
+_TAXONOMY: dict[str, Any] = {}
+_TAXONOMY_LOCK = threading.Lock()
+
+
+def _default_taxonomy() -> Any:
+    from factory.taxonomy import load_taxonomy
+
+    with _TAXONOMY_LOCK:
+        if "default" not in _TAXONOMY:
+            _TAXONOMY["default"] = load_taxonomy()
+        return _TAXONOMY["default"]
+
+
+def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None = None) -> SelectorParams:
+    merged = {**(base or SelectorParams()).model_dump(), **mechanic_params}
+    try:
+        return SelectorParams(**merged)
+    except ValidationError as exc:
+        raise NoSubgraph(f"invalid selector params {mechanic_params}: {exc.errors()[0]['msg']}", structural=True) from exc
+
+
+def select_subgraph(
+    store: Any,
+    cell: Cell,
+    lang: str,
+    rng: random.Random,
+    *,
+    avoid_chunk_sets: set[frozenset[str]] | None = None,
+    taxonomy: Any = None,
+    params: SelectorParams | None = None,
+) -> Subgraph:
+    """Select a subgraph for ``cell``; ``store`` is a Store or a loaded SelectionIndex.
+
+    ``taxonomy`` defaults to the repository's; ``params`` gives the defaults that the
+    mechanic's ``params`` in the taxonomy override (from settings ``compose.selector``).
+    """
+    start = time.perf_counter()
+    index = store if isinstance(store, SelectionIndex) else SelectionIndex.load(store, lang)
+    if index.lang != lang:
+        raise ValueError(f"the selection index is for {index.lang!r}, not {lang!r}")
+    spec = (taxonomy or _default_taxonomy()).spec(cell)
+    selector = SELECTORS.get(spec.mechanic.selector)
+    if selector is None:
+        raise NoSubgraph(f"{cell.key}: unknown selector {spec.mechanic.selector!r}", structural=True)
+    if not index.chunk_ids:
+        raise NoSubgraph(f"{cell.key}: the store has no entity mentions in {lang!r} (run the annotation first)",
+                         structural=True)
+    labels = frozenset(spec.answer_type.labels)
+    subgraph = selector(index, cell, labels, selector_params(spec.mechanic.params, params), rng,
+                        avoid_chunk_sets or set())
+    subgraph.figures["select_ms"] = round((time.perf_counter() - start) * 1000, 3)
+    return subgraph
+
+
+def unsupported_cells(store: Any, cells: list[Cell], lang: str, *, taxonomy: Any = None, seed: int = 0,
+                      tries: int = 3, params: SelectorParams | None = None) -> dict[str, str]:
+    """Cells the corpus cannot support (structurally, or no subgraph in ``tries`` attempts)."""
+    out: dict[str, str] = {}
+    for cell in cells:
+        rng = random.Random(f"{seed}:{cell.key}")
+        reason = None
+        for _ in range(tries):
+            try:
+                select_subgraph(store, cell, lang, rng, taxonomy=taxonomy, params=params)
+                reason = None
+                break
+            except NoSubgraph as exc:
+                reason = exc.reason
+                if exc.structural:
+                    break
+        if reason is not None:
+            out[cell.key] = reason
+    return out
+

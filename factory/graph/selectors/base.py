@@ -1,0 +1,291 @@
+"""The in-memory selection index every selector works on, and what they share.
+
+Loaded once per (store, language) from the entity layer's tables: which entities each
+chunk mentions, which chunks each entity occurs in, and each entity's label, name and
+surface forms. Entities and chunks are small integers so that a selection is a few
+thousand list and set operations (milliseconds) rather than SQL round trips.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from factory.errors import FactoryError
+from factory.records import Cell, Subgraph
+
+# labels that name a thing (can be a bridge or a start); dates and numbers are values
+VALUE_LABELS = frozenset({"date", "number"})
+
+
+class NoSubgraph(FactoryError):
+    """The cell cannot be satisfied. ``structural`` = never on this corpus (no data of
+    the kind needed), as opposed to this random try failing."""
+
+    def __init__(self, reason: str, *, structural: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.structural = structural
+
+
+class SelectorParams(BaseModel):
+    """Selector knobs; the mechanic's ``params`` in the taxonomy override these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hops: int = Field(2, ge=2, le=5, description="chunks on a chain (bridges = hops - 1)")
+    constraints: int = Field(2, ge=2, le=5, description="constraint chunks for an intersection")
+    candidates: int = Field(3, ge=2, le=5, description="candidates to compare")
+    bridge_min_df: int = Field(2, ge=2, description="a bridge must occur in at least this many documents")
+    bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
+    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    max_chunks: int = Field(5, ge=2, description="support chunks at most")
+    max_tries: int = Field(400, ge=1)
+
+
+@dataclass
+class SelectionIndex:
+    lang: str
+    chunk_ids: list[str]
+    chunk_doc: list[int]  # doc number per chunk
+    chunk_ents: list[tuple[int, ...]]  # entity numbers mentioned per chunk
+    ent_keys: list[str]
+    ent_label: list[str]
+    ent_name: list[str]
+    ent_aliases: list[list[str]]
+    ent_chunks: list[tuple[int, ...]]
+    ent_df: list[int]
+    loaded_s: float = 0.0
+    _key_pos: dict[str, int] = field(default_factory=dict, repr=False)
+    _pools: dict[Any, list[int]] = field(default_factory=dict, repr=False)
+    _chunk_label_sets: list[frozenset[str]] = field(default_factory=list, repr=False)
+    _sets: dict[Any, frozenset[int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._key_pos = {k: i for i, k in enumerate(self.ent_keys)}
+        self._chunk_label_sets = [frozenset(self.ent_label[e] for e in ents) for ents in self.chunk_ents]
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, store: Any, lang: str) -> "SelectionIndex":
+        """The (cached) index of ``store`` for ``lang``; reloaded when the tables change."""
+        stamp = _stamp(store)
+        cache_key = (str(store.root), lang)
+        with _CACHE_LOCK:
+            hit = _CACHE.get(cache_key)
+            if hit is not None and hit[0] == stamp:
+                return hit[1]
+        index = _load(store, lang)
+        with _CACHE_LOCK:
+            _CACHE[cache_key] = (stamp, index)
+        return index
+
+    # ------------------------------------------------------------ helpers
+    def key_index(self, key: str) -> int | None:
+        return self._key_pos.get(key)
+
+    def has_label(self, chunk: int, labels: frozenset[str] | set[str]) -> bool:
+        return not self._chunk_label_sets[chunk].isdisjoint(labels)
+
+    def ents_with(self, chunk: int, labels: frozenset[str] | set[str]) -> list[int]:
+        return [e for e in self.chunk_ents[chunk] if self.ent_label[e] in labels]
+
+    def pool(self, name: Any, build: Callable[[], list[int]]) -> list[int]:
+        """A cached list of entity numbers (built once per index)."""
+        found = self._pools.get(name)
+        if found is None:
+            found = self._pools[name] = build()
+        return found
+
+    def bridge_pool(self, params: SelectorParams) -> list[int]:
+        lo, hi = params.bridge_min_df, params.bridge_max_df
+        return self.pool(
+            ("bridge", lo, hi),
+            lambda: [e for e, lab in enumerate(self.ent_label) if lab not in VALUE_LABELS and lo <= self.ent_df[e] <= hi],
+        )
+
+    def bridge_set(self, params: SelectorParams) -> frozenset[int]:
+        key = ("bridge-set", params.bridge_min_df, params.bridge_max_df)
+        found = self._sets.get(key)
+        if found is None:
+            found = self._sets[key] = frozenset(self.bridge_pool(params))
+        return found
+
+    def describe(self, ents: list[int]) -> dict[str, dict[str, Any]]:
+        return {
+            self.ent_keys[e]: {"name": self.ent_name[e], "label": self.ent_label[e], "aliases": self.ent_aliases[e],
+                               "doc_freq": self.ent_df[e]}
+            for e in dict.fromkeys(ents)
+        }
+
+
+_CACHE: dict[tuple[str, str], tuple[Any, SelectionIndex]] = {}
+_CACHE_LOCK = threading.Lock()
+_TABLES = ("chunks", "mentions", "entities", "entity_aliases")
+
+
+def _stamp(store: Any) -> tuple:
+    """Segment file names of the tables the index reads: cheap to list, changes on any write."""
+    names: list[str] = []
+    for table in _TABLES:
+        folder = store.table_dir(table)
+        if folder.exists():
+            names.extend(f"{table}/{entry.name}" for entry in os.scandir(folder))
+    return tuple(sorted(names))
+
+
+_MENTIONS_SQL = """
+WITH folded AS (SELECT alias_key, min(entity_key) AS entity_key FROM entity_aliases GROUP BY alias_key),
+m AS (
+    SELECT m.chunk_id, c.doc_id, COALESCE(f.entity_key, m.entity_key) AS ekey, m.label, m.text
+    FROM mentions m
+    JOIN chunks c ON c.chunk_id = m.chunk_id AND (m.content_hash IS NULL OR m.content_hash = c.content_hash)
+    LEFT JOIN folded f ON f.alias_key = m.entity_key
+    WHERE c.lang = ? AND m.entity_key IS NOT NULL AND m.entity_key <> ''
+)
+SELECT chunk_id, doc_id, ekey, mode(label) AS label FROM m GROUP BY chunk_id, doc_id, ekey
+"""
+
+_FORMS_SQL = """
+WITH folded AS (SELECT alias_key, min(entity_key) AS entity_key FROM entity_aliases GROUP BY alias_key),
+m AS (
+    SELECT COALESCE(f.entity_key, m.entity_key) AS ekey, m.text
+    FROM mentions m JOIN chunks c ON c.chunk_id = m.chunk_id AND (m.content_hash IS NULL OR m.content_hash = c.content_hash)
+    LEFT JOIN folded f ON f.alias_key = m.entity_key
+    WHERE c.lang = ?
+), counted AS (SELECT ekey, text, count(*) AS n FROM m GROUP BY ekey, text)
+SELECT ekey, list(text ORDER BY n DESC, text)[1:8] AS forms FROM counted GROUP BY ekey
+"""
+
+_ENTITIES_SQL = """
+WITH latest AS (SELECT generation FROM stats_generations ORDER BY computed_at DESC, generation DESC LIMIT 1)
+SELECT entity_key, label, name, aliases FROM entities
+WHERE generation = (SELECT generation FROM latest) OR NOT EXISTS (SELECT 1 FROM latest)
+"""
+
+
+def _load(store: Any, lang: str) -> SelectionIndex:
+    start = time.perf_counter()
+    con = store.connect()
+    try:
+        rows = con.execute(_MENTIONS_SQL, [lang]).fetchall()
+        forms = dict(con.execute(_FORMS_SQL, [lang]).fetchall())
+        stats = {r[0]: r[1:] for r in con.execute(_ENTITIES_SQL).fetchall()}
+    finally:
+        con.close()
+    chunk_pos: dict[str, int] = {}
+    doc_pos: dict[str, int] = {}
+    ent_pos: dict[str, int] = {}
+    chunk_ids: list[str] = []
+    chunk_doc: list[int] = []
+    chunk_ents: list[list[int]] = []
+    ent_keys: list[str] = []
+    label_votes: list[Counter[str]] = []
+    ent_chunks: list[list[int]] = []
+    for chunk_id, doc_id, key, label in sorted(rows):
+        c = chunk_pos.get(chunk_id)
+        if c is None:
+            c = chunk_pos[chunk_id] = len(chunk_ids)
+            chunk_ids.append(chunk_id)
+            chunk_doc.append(doc_pos.setdefault(doc_id, len(doc_pos)))
+            chunk_ents.append([])
+        e = ent_pos.get(key)
+        if e is None:
+            e = ent_pos[key] = len(ent_keys)
+            ent_keys.append(key)
+            label_votes.append(Counter())
+            ent_chunks.append([])
+        chunk_ents[c].append(e)
+        ent_chunks[e].append(c)
+        label_votes[e][label] += 1
+    ent_label, ent_name, ent_aliases, ent_df = [], [], [], []
+    for e, key in enumerate(ent_keys):
+        stat = stats.get(key)
+        surface = list(forms.get(key) or [])
+        label = (stat[0] if stat and stat[0] else None) or label_votes[e].most_common(1)[0][0]
+        name = (stat[1] if stat and stat[1] else None) or (surface[0] if surface else key)
+        aliases = list(dict.fromkeys([*(stat[2] or [] if stat else []), *surface]))
+        ent_label.append(label)
+        ent_name.append(name)
+        ent_aliases.append([a for a in aliases if a != name][:12])
+        ent_df.append(len({chunk_doc[c] for c in ent_chunks[e]}))
+    return SelectionIndex(
+        lang=lang,
+        chunk_ids=chunk_ids,
+        chunk_doc=chunk_doc,
+        chunk_ents=[tuple(x) for x in chunk_ents],
+        ent_keys=ent_keys,
+        ent_label=ent_label,
+        ent_name=ent_name,
+        ent_aliases=ent_aliases,
+        ent_chunks=[tuple(x) for x in ent_chunks],
+        ent_df=ent_df,
+        loaded_s=time.perf_counter() - start,
+    )
+
+
+# -------------------------------------------------------------- shared pieces
+class Failures:
+    """Why tries failed, counted, so that a NoSubgraph says something useful."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def add(self, reason: str) -> None:
+        self.counts[reason] += 1
+
+    def reason(self, cell: Cell, tries: int) -> str:
+        top = ", ".join(f"{why} ({n}x)" for why, n in self.counts.most_common(3))
+        return f"{cell.key}: no subgraph in {tries} tries: {top or 'nothing to try'}"
+
+
+def chunks_in_new_docs(ix: SelectionIndex, chunks: list[int], used_docs: set[int], rng: random.Random,
+                       ok: Callable[[int], bool] | None = None) -> list[int]:
+    """The entity's chunks, shuffled, one per document not used yet, filtered by ``ok``."""
+    order = list(chunks)
+    rng.shuffle(order)
+    seen = set(used_docs)
+    out = []
+    for c in order:
+        d = ix.chunk_doc[c]
+        if d in seen or (ok is not None and not ok(c)):
+            continue
+        seen.add(d)
+        out.append(c)
+    return out
+
+
+def make_subgraph(
+    ix: SelectionIndex,
+    cell: Cell,
+    chunks: list[int],
+    roles: list[str],
+    *,
+    answer: int | None,
+    bridges: list[int],
+    constraints: list[int],
+    figures: dict[str, Any],
+) -> Subgraph:
+    named = ([answer] if answer is not None else []) + bridges + constraints + list(figures.pop("_describe", []))
+    figures = {
+        "entities": ix.describe(named),
+        "docs": len({ix.chunk_doc[c] for c in chunks}),
+        **figures,
+    }
+    return Subgraph(
+        cell=cell,
+        lang=ix.lang,  # type: ignore[arg-type]
+        chunk_ids=[ix.chunk_ids[c] for c in chunks],
+        answer_entity=ix.ent_keys[answer] if answer is not None else None,
+        bridge_entities=[ix.ent_keys[e] for e in bridges],
+        constraint_entities=[ix.ent_keys[e] for e in constraints],
+        roles={ix.chunk_ids[c]: role for c, role in zip(chunks, roles)},
+        figures=figures,
+    )

@@ -1,0 +1,306 @@
+"""Selectors on a hand-made entity world (written as NER would, offsets found in the text)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+
+from factory.graph.select import NoSubgraph, SelectionIndex, SelectorParams, select_subgraph, unsupported_cells
+from factory.records import Cell
+from factory.taxonomy import load_taxonomy
+
+# (doc id, title, text, [(surface, label)])  -- keys are the casefolded surface
+WORLD_EN = [
+    ("vellmoor", "Vellmoor",
+     "Vellmoor is a market town in England on the River Ashkel. It was founded in 1712 and renamed Vellmoor in 1801. "
+     "Edmund Carrow opened the Ashkel Valley Ironworks there in 1834. Its population is 48,300.",
+     [("Vellmoor", "location"), ("England", "location"), ("River Ashkel", "location"), ("1712", "date"),
+      ("1801", "date"), ("Edmund Carrow", "person"), ("Ashkel Valley Ironworks", "organization"), ("1834", "date"),
+      ("48,300", "number")]),
+    ("carrow", "Edmund Carrow",
+     "Edmund Carrow (1790-1861) was an English ironmaster born in Dunmere, England. He founded the Ashkel Valley "
+     "Ironworks and sat in the Parliament of England from 1841.",
+     [("Edmund Carrow", "person"), ("1790", "date"), ("1861", "date"), ("Dunmere", "location"), ("England", "location"),
+      ("Ashkel Valley Ironworks", "organization"), ("Parliament of England", "organization"), ("1841", "date")]),
+    ("dunmere", "Dunmere",
+     "Dunmere is a port city in England at the mouth of the River Ashkel, with 210,000 inhabitants. The Dunmere "
+     "Lighthouse was built in 1788 by the Harbour Trust.",
+     [("Dunmere", "location"), ("England", "location"), ("River Ashkel", "location"), ("210,000", "number"),
+      ("Dunmere Lighthouse", "other"), ("1788", "date"), ("Harbour Trust", "organization")]),
+    ("oswick", "Maren Oswick",
+     "Maren Oswick (born 1952) is an English novelist who grew up near the Ashkel Valley Ironworks. Her novel The Salt "
+     "Ledger won the Corrin Prize in 1994.",
+     [("Maren Oswick", "person"), ("1952", "date"), ("Ashkel Valley Ironworks", "organization"),
+      ("The Salt Ledger", "work"), ("Corrin Prize", "other"), ("1994", "date")]),
+    ("ashkel", "River Ashkel",
+     "The River Ashkel is 312 kilometres long. It rises on Mount Orrin and flows past Dunmere into Lake Tessaly; "
+     "its first map was drawn in 1872 by Ilse Vantongeren.",
+     [("River Ashkel", "location"), ("312 kilometres", "number"), ("Mount Orrin", "location"), ("Dunmere", "location"),
+      ("Lake Tessaly", "location"), ("1872", "date"), ("Ilse Vantongeren", "person")]),
+    ("corrin", "Corrin Prize",
+     "The Corrin Prize is a literary award of England founded in 1960 by the Corrin Society. Its winners include Tobias "
+     "Fenn and Ada Brisk.",
+     [("Corrin Prize", "other"), ("England", "location"), ("1960", "date"), ("Corrin Society", "organization"),
+      ("Tobias Fenn", "person"), ("Ada Brisk", "person")]),
+    ("fenn", "Tobias Fenn",
+     "Tobias Fenn (1931-2004) was a poet born in Dunmere. He won the Corrin Prize in 1971 for Lanterns, and taught "
+     "at the Harbour Trust school for 12 years.",
+     [("Tobias Fenn", "person"), ("1931", "date"), ("2004", "date"), ("Dunmere", "location"), ("Corrin Prize", "other"),
+      ("1971", "date"), ("Lanterns", "work"), ("Harbour Trust", "organization"), ("12 years", "number")]),
+    ("ironworks", "Ashkel Valley Ironworks",
+     "The Ashkel Valley Ironworks was an iron foundry opened in 1834 by Edmund Carrow. At its peak it employed 3,400 "
+     "workers; it was renamed Carrow Steel in 1919 and closed in 1962.",
+     [("Ashkel Valley Ironworks", "organization"), ("1834", "date"), ("Edmund Carrow", "person"), ("3,400", "number"),
+      ("Carrow Steel", "organization"), ("1919", "date"), ("1962", "date")]),
+    ("tessaly", "Lake Tessaly",
+     "Lake Tessaly in England covers 88 square kilometres. The River Ashkel and the Orrin Brook drain into it, and the "
+     "Harbour Trust has run its ferries since 1903.",
+     [("Lake Tessaly", "location"), ("England", "location"), ("88 square kilometres", "number"),
+      ("River Ashkel", "location"), ("Orrin Brook", "location"), ("Harbour Trust", "organization"), ("1903", "date")]),
+    ("brisk", "Ada Brisk",
+     "Ada Brisk (born 1948) is a poet from Vellmoor. She won the Corrin Prize in 1989 and wrote The Glass Ferry.",
+     [("Ada Brisk", "person"), ("1948", "date"), ("Vellmoor", "location"), ("Corrin Prize", "other"),
+      ("1989", "date"), ("The Glass Ferry", "work")]),
+]
+
+WORLD_RU = [
+    ("spb", "Санкт-Петербург",
+     "Санкт-Петербург основан в 1703 году Петром I. В 1914 году город переименовали в Петроград.",
+     [("Санкт-Петербург", "location", "санкт-петербург"), ("1703 году", "date", "1703"), ("Петром I", "person", "пётр i"),
+      ("1914 году", "date", "1914"), ("Петроград", "location", "петроград")]),
+    ("peter", "Пётр I",
+     "Пётр I родился в Москве в 1672 году. Он основал Санкт-Петербург и Адмиралтейство.",
+     [("Пётр I", "person", "пётр i"), ("Москве", "location", "москва"), ("1672 году", "date", "1672"),
+      ("Санкт-Петербург", "location", "санкт-петербург"), ("Адмиралтейство", "organization", "адмиралтейство")]),
+    ("admiralty", "Адмиралтейство",
+     "Адмиралтейство в Санкт-Петербурге заложено в 1704 году; его шпиль высотой 72 метра.",
+     [("Адмиралтейство", "organization", "адмиралтейство"), ("Санкт-Петербурге", "location", "санкт-петербург"),
+      ("1704 году", "date", "1704"), ("72 метра", "number", "72 метра")]),
+    ("moscow", "Москва",
+     "Москва — столица России; в 1712 году Пётр I перенёс столицу в Санкт-Петербург.",
+     [("Москва", "location", "москва"), ("России", "location", "россия"), ("1712 году", "date", "1712"),
+      ("Пётр I", "person", "пётр i"), ("Санкт-Петербург", "location", "санкт-петербург")]),
+]
+
+
+def write_world(store, world, lang: str) -> None:
+    chunks, mentions = [], []
+    for doc_id, title, text, ents in world:
+        chunk_id = f"{doc_id}_0"
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        chunks.append({"chunk_id": chunk_id, "doc_id": doc_id, "n": 0, "lang": lang, "title": title, "text": text,
+                       "content_hash": digest, "n_tokens": len(text.split())})
+        for ent in ents:
+            surface, label = ent[0], ent[1]
+            key = ent[2] if len(ent) > 2 else surface.casefold()
+            start = 0
+            while (pos := text.find(surface, start)) >= 0:
+                mentions.append({"chunk_id": chunk_id, "doc_id": doc_id, "start": pos, "end": pos + len(surface),
+                                 "text": surface, "label": label, "entity_key": key, "content_hash": digest})
+                start = pos + len(surface)
+            assert start > 0, f"{surface!r} not in {doc_id}"
+    store.append("chunks", chunks)
+    store.append("mentions", mentions)
+
+
+@pytest.fixture()
+def world(store):
+    write_world(store, WORLD_EN, "en")
+    write_world(store, WORLD_RU, "ru")
+    return store
+
+
+def chunk_mentions(store) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for row in store.query("SELECT chunk_id, entity_key FROM mentions"):
+        out.setdefault(row["chunk_id"], set()).add(row["entity_key"])
+    return out
+
+
+def doc_of(chunk_id: str) -> str:
+    return chunk_id.rsplit("_", 1)[0]
+
+
+TAX = load_taxonomy()
+SMALL = SelectorParams(bridge_max_df=4, answer_max_df=50)
+
+
+@pytest.mark.parametrize("answer_type", ["person", "place", "organisation", "date", "number"])
+def test_chain_connects_through_bridges(world, answer_type):
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="chain", form="direct", answer_type=answer_type)
+    ix = SelectionIndex.load(world, "en")
+    found = 0
+    for seed in range(25):
+        try:
+            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        except NoSubgraph:
+            continue
+        found += 1
+        ids = sub.chunk_ids
+        assert len(ids) == 2 and len(sub.bridge_entities) == 1
+        assert len({doc_of(c) for c in ids}) == len(ids), "chunks from different documents"
+        for (left, right), bridge in zip(zip(ids, ids[1:]), sub.bridge_entities):
+            assert bridge in held[left] and bridge in held[right], "consecutive chunks share the bridge"
+        assert "england" not in sub.bridge_entities, "a hub (df 5 > 4) is never a bridge"
+        assert sub.answer_entity in held[ids[-1]] and sub.answer_entity not in held[ids[0]]
+        start = sub.figures["start_entity"]
+        assert start in held[ids[0]]
+        assert not any(start in ents and sub.answer_entity in ents for ents in held.values()), "no shortcut chunk"
+        assert sub.roles == {ids[0]: "start", ids[-1]: "answer"}
+        label = sub.figures["entities"][sub.answer_entity]["label"]
+        assert label in TAX.answer_types[answer_type].labels
+    assert found >= 5, f"the world has chains ending in a {answer_type}"
+
+
+def test_three_hop_chain_added_as_data(world, tmp_path):
+    """A user adds a mechanic in YAML (a three-chunk chain) and it selects without code changes."""
+    import shutil
+
+    from factory.taxonomy import default_taxonomy_dir
+
+    folder = tmp_path / "taxonomy"
+    shutil.copytree(default_taxonomy_dir(), folder)
+    (folder / "extra.yaml").write_text(
+        "mechanics:\n"
+        "  long_chain:\n"
+        "    weight: 0.1\n"
+        "    description: three documents in a row\n"
+        "    selector: chain\n"
+        "    params: {hops: 3, bridge_max_df: 5}\n"
+        "    guidance: {en: Hop twice., ru: Два перехода.}\n",
+        encoding="utf-8",
+    )
+    taxonomy = load_taxonomy(folder)
+    cell = Cell(mechanic="long_chain", form="direct", answer_type="person")
+    assert cell in taxonomy.cells("en")
+    held = chunk_mentions(world)
+    ok = 0
+    for seed in range(30):
+        try:
+            sub = select_subgraph(world, cell, "en", random.Random(seed), taxonomy=taxonomy)
+        except NoSubgraph:
+            continue
+        ok += 1
+        ids = sub.chunk_ids
+        assert len(ids) == 3 and len({doc_of(c) for c in ids}) == 3
+        assert list(sub.roles.values()) == ["start", "hop", "answer"]
+        for (left, right), bridge in zip(zip(ids, ids[1:]), sub.bridge_entities):
+            assert bridge in held[left] and bridge in held[right]
+    assert ok >= 3
+
+
+def test_selection_is_reproducible_from_the_rng(world):
+    cell = Cell(mechanic="chain", form="nested", answer_type="date")
+    one = select_subgraph(world, cell, "en", random.Random(4), params=SMALL, taxonomy=TAX)
+    two = select_subgraph(world, cell, "en", random.Random(4), params=SMALL, taxonomy=TAX)
+    one.figures.pop("select_ms"), two.figures.pop("select_ms")
+    assert one == two
+
+
+def test_avoid_chunk_sets(world):
+    cell = Cell(mechanic="chain", form="direct", answer_type="person")
+    seen: set[frozenset[str]] = set()
+    for seed in range(8):
+        try:
+            sub = select_subgraph(world, cell, "en", random.Random(seed), avoid_chunk_sets=seen, params=SMALL,
+                                  taxonomy=TAX)
+        except NoSubgraph as exc:
+            assert "already used" in exc.reason or "no " in exc.reason
+            continue
+        key = frozenset(sub.chunk_ids)
+        assert key not in seen
+        seen.add(key)
+    assert len(seen) >= 2
+
+
+def test_intersection(world):
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="intersection", form="descriptive", answer_type="person")
+    sub = select_subgraph(world, cell, "en", random.Random(1), params=SMALL, taxonomy=TAX)
+    assert len(sub.chunk_ids) == 2 and len({doc_of(c) for c in sub.chunk_ids}) == 2
+    assert all(sub.answer_entity in held[c] for c in sub.chunk_ids)
+    assert [c in held[ch] for c, ch in zip(sub.constraint_entities, sub.chunk_ids)] == [True, True]
+    assert len(set(sub.constraint_entities)) == 2 and sub.answer_entity not in sub.constraint_entities
+
+
+def test_temporal_chunks_all_carry_dates(world):
+    cell = Cell(mechanic="temporal", form="direct", answer_type="date")
+    labels = {(r["chunk_id"], r["label"]) for r in world.query("SELECT chunk_id, label FROM mentions")}
+    for seed in range(10):
+        sub = select_subgraph(world, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        assert all((c, "date") in labels for c in sub.chunk_ids)
+        assert all(sub.figures["dates"][c] for c in sub.chunk_ids)
+        assert sub.figures["entities"][sub.answer_entity]["label"] == "date"
+
+
+def test_comparison_candidates(world):
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="comparison", form="direct", answer_type="person")
+    n = TAX.mechanics["comparison"].params["candidates"]
+    sub = select_subgraph(world, cell, "en", random.Random(2), params=SMALL, taxonomy=TAX)
+    group = sub.constraint_entities[0]
+    assert len(sub.bridge_entities) == n and sub.answer_entity is None
+    kind = sub.figures["value_kind"]
+    for cand in sub.bridge_entities:
+        assert sub.figures["values"][cand], "each candidate has a value to compare"
+        assert any(group in held[c] and cand in held[c] for c in held), "each candidate belongs to the group"
+        assert any(cand in held[c] for c in sub.chunk_ids)
+    labels = {(r["chunk_id"], r["label"]) for r in world.query("SELECT chunk_id, label FROM mentions")}
+    candidate_chunks = [c for c, role in sub.roles.items() if role == "candidate"]
+    assert len(candidate_chunks) == n and all((c, kind) in labels for c in candidate_chunks)
+    assert len({doc_of(c) for c in sub.chunk_ids}) == len(sub.chunk_ids)
+
+
+def test_calculation_operands(world):
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="calculation", form="direct", answer_type="number")
+    for seed in range(10):
+        sub = select_subgraph(world, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        operands = sub.figures["operands"]
+        assert [o["chunk_id"] for o in operands] == sub.chunk_ids
+        assert len({o["value"] for o in operands}) == 2
+        bridge = sub.bridge_entities[0]
+        assert all(bridge in held[c] for c in sub.chunk_ids)
+
+
+def test_impossible_cells_say_why(world):
+    # each work occurs in one document only: no intersection can end in a work
+    with pytest.raises(NoSubgraph) as info:
+        select_subgraph(world, Cell(mechanic="intersection", form="direct", answer_type="work"), "en",
+                        random.Random(0), params=SMALL, taxonomy=TAX)
+    assert info.value.structural and "work" in info.value.reason
+    cells = [Cell(mechanic="intersection", form="direct", answer_type="work"),
+             Cell(mechanic="chain", form="direct", answer_type="person")]
+    assert list(unsupported_cells(world, cells, "en", taxonomy=TAX, params=SMALL)) == ["intersection/direct/work"]
+
+
+def test_empty_store_is_structural(store):
+    with pytest.raises(NoSubgraph) as info:
+        select_subgraph(store, Cell(mechanic="chain", form="direct", answer_type="person"), "en", random.Random(0))
+    assert info.value.structural
+
+
+def test_russian_chain_uses_lemma_keys(world):
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="chain", form="direct", answer_type="date")
+    ix = SelectionIndex.load(world, "ru")
+    assert set(ix.chunk_ids) == {f"{d[0]}_0" for d in WORLD_RU}
+    sub = select_subgraph(ix, cell, "ru", random.Random(3), params=SMALL, taxonomy=TAX)
+    ids = sub.chunk_ids
+    assert all(sub.bridge_entities[0] in held[c] for c in ids)
+    # the inflected "Санкт-Петербурге" counts as the same entity as "Санкт-Петербург"
+    spb = ix.key_index("санкт-петербург")
+    assert spb is not None and ix.ent_df[spb] == 4
+    assert "Санкт-Петербурге" in ix.ent_aliases[spb]
+
+
+def test_index_reloads_after_new_rows(world):
+    first = SelectionIndex.load(world, "en")
+    assert SelectionIndex.load(world, "en") is first
+    write_world(world, [("extra", "Extra", "Ada Brisk visited Lake Tessaly in 2001.",
+                         [("Ada Brisk", "person"), ("Lake Tessaly", "location"), ("2001", "date")])], "en")
+    second = SelectionIndex.load(world, "en")
+    assert second is not first and "extra_0" in second.chunk_ids
