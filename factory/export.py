@@ -188,20 +188,17 @@ def write_corpus(store: Store, out: Path, lang: str) -> tuple[int, int]:
     return chunks, len(docs)
 
 
-def copy_index(index_dir: Path, out: Path, chunks: int) -> None:
-    index_dir = Path(index_dir)
-    if not (index_dir / "manifest.json").exists():
-        raise ExportError(f"{index_dir}: no manifest.json; not a fixed index")
-    manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
-    built_over = manifest.get("chunk_count", manifest.get("n_chunks"))
-    if built_over is not None and int(built_over) != chunks:
-        raise ExportError(
-            f"{index_dir}: the index holds {built_over} chunks but the store has {chunks}; rebuild the index"
-        )
+def copy_index(store: Store, index_dir: Path, out: Path) -> None:
+    """Copy the fixed index after checking it against the store; then check the copy
+    against the exported corpus.jsonl, exactly as ``factory eval`` will open it."""
+    from factory.index.fixed import open_index
+
+    open_index(Path(index_dir), store=store)
     target = out / "index"
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(index_dir, target)
+    open_index(target, corpus_path=out / "corpus.jsonl")
 
 
 def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tuple[str, list[str]]:
@@ -311,7 +308,7 @@ def export_benchmark(
     tasks = load_tasks(store, run_id)
     n_qrels = write_tasks(out, tasks)
     chunks, documents = write_corpus(store, out, lang)
-    copy_index(Path(index_dir), out, chunks)
+    copy_index(store, Path(index_dir), out)
     resolved = settings.model_dump(mode="json")
     (out / "settings.json").write_text(
         json.dumps({"run_id": run_id, "params": params or {}, "settings": resolved}, indent=2, sort_keys=True,

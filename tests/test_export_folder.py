@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from factory.export import ExportError, export_benchmark
+from factory.export import export_benchmark
 from factory.settings import load_settings
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -73,12 +73,11 @@ def _populate(store, lang: str = "en") -> list[dict]:
     return chunks
 
 
-def _index_dir(tmp_path: Path, n_chunks: int) -> Path:
-    folder = tmp_path / "index"
-    folder.mkdir()
-    (folder / "manifest.json").write_text(json.dumps({"chunk_count": n_chunks}))
-    (folder / "bm25.bin").write_bytes(b"\x00" * 8)
-    return folder
+def _index_dir(store, tmp_path: Path, lang: str = "en") -> Path:
+    from factory.index.fixed import build_index
+
+    build_index(store, tmp_path / "index", lang, dense=None, progress=False)
+    return tmp_path / "index"
 
 
 def beir_load(folder: Path, split: str = "test") -> tuple[dict, dict, dict]:
@@ -112,7 +111,7 @@ def test_export_reads_as_beir_and_datasets(store, tmp_path: Path) -> None:
     corpus_file.write_text("{}\n")
     (tmp_path / "corpus" / "ATTRIBUTION.md").write_text("Written for the tests.\n")
     out = tmp_path / "bench"
-    summary = export_benchmark(store, _index_dir(tmp_path, len(chunks)), out, RUN, settings,
+    summary = export_benchmark(store, _index_dir(store, tmp_path), out, RUN, settings,
                                corpus_path=str(corpus_file), params={"n": 3, "llm_spec": "fake"})
 
     assert summary.tasks == 3 and summary.chunks == len(chunks) and summary.qrels == 6
@@ -144,7 +143,12 @@ def test_export_reads_as_beir_and_datasets(store, tmp_path: Path) -> None:
     assert json.loads(parquet[0]["difficulty"]) == {"recall": 0.0, "searches": 3}
     assert pq.read_table(out / "chunks.parquet").num_rows == len(chunks)
 
-    assert (out / "index" / "manifest.json").exists() and (out / "index" / "bm25.bin").exists()
+    from factory.index.fixed import open_index
+
+    index = open_index(out / "index", corpus_path=out / "corpus.jsonl")  # what `factory eval` does
+    assert len(index) == len(chunks)
+    top = index.searcher("bm25").search(chunks[5]["text"], k=1)
+    assert top[0].chunk_id == chunks[5]["chunk_id"]
     saved = json.loads((out / "settings.json").read_text())
     assert saved["run_id"] == RUN and saved["settings"]["build"]["corpus_license"].startswith("CC BY-SA")
     licence = (out / "LICENSE").read_text()
@@ -156,7 +160,7 @@ def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:
     chunks = _populate(store)
     settings = load_settings(**{"lang": "en", "build.profile": "demo"})
     out = tmp_path / "bench"
-    export_benchmark(store, _index_dir(tmp_path, len(chunks)), out, RUN, settings, params={"n": 5, "llm_spec": "fake"})
+    export_benchmark(store, _index_dir(store, tmp_path), out, RUN, settings, params={"n": 5, "llm_spec": "fake"})
     plots = sorted(p.name for p in (out / "plots").glob("*.png"))
     assert {"coverage.png", "funnel.png", "revisions.png"} <= set(plots)
     assert any(p.startswith("difficulty_") for p in plots)
@@ -174,6 +178,10 @@ def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:
 
 
 def test_export_refuses_an_index_over_other_chunks(store, tmp_path: Path) -> None:
+    from factory.index.base import SearchIndexError
+
     chunks = _populate(store)
-    with pytest.raises(ExportError, match="rebuild the index"):
-        export_benchmark(store, _index_dir(tmp_path, len(chunks) + 1), tmp_path / "out", RUN, load_settings())
+    index = _index_dir(store, tmp_path)
+    store.append("chunks", [{**chunks[0], "chunk_id": "late_0", "doc_id": "late"}])
+    with pytest.raises(SearchIndexError, match="rebuild"):
+        export_benchmark(store, index, tmp_path / "out", RUN, load_settings())
