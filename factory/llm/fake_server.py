@@ -44,7 +44,7 @@ def default_answer(body: dict[str, Any]) -> str:
 class FakeOpenAIServer:
     def __init__(
         self,
-        answer: Callable[[dict[str, Any]], str] = default_answer,
+        answer: Callable[[dict[str, Any]], str | dict[str, Any]] = default_answer,
         *,
         faults: Faults | None = None,
         delay_s: float = 0.0,
@@ -158,16 +158,21 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return self._send(429, b'{"error": {"message": "injected rate limit"}}')
             if outcome == "broken_body":
                 return self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
-            text = owner.answer(body)
+            reply = owner.answer(body)
+            # an answer is text, or a message dict (e.g. with OpenAI-layout tool_calls)
+            message = dict(reply) if isinstance(reply, dict) else {"content": reply}
+            message["role"] = "assistant"
+            text = message.get("content") or ""
             if outcome == "broken_answer":
-                text = text[: max(1, len(text) // 2)]
+                text = message["content"] = text[: max(1, len(text) // 2)]
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
             prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
             data = {
                 "id": f"chatcmpl-{len(owner.log)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", owner.model),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, len(text) // 4),
                           "total_tokens": max(1, prompt // 4) + max(1, len(text) // 4)},
             }
