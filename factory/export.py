@@ -71,12 +71,12 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def load_tasks(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """Accepted tasks of a run, in candidate order, with support documents mapped."""
+def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """Accepted tasks of a run, in candidate order (the first ``limit``), with support documents mapped."""
     rows = store.query(
         "SELECT t.*, c.idx AS _idx FROM accepted_tasks t LEFT JOIN candidates c ON c.candidate_id = t.candidate_id "
-        "WHERE t.run_id = ? ORDER BY c.idx NULLS LAST, t.task_id",
-        [run_id],
+        "WHERE t.run_id = ? ORDER BY c.idx NULLS LAST, t.task_id LIMIT ?",
+        [run_id, limit if limit is not None else 1 << 62],
     )
     chunk_ids = sorted({cid for r in rows for cid in (r.get("support_chunk_ids") or [])})
     doc_of = {}
@@ -296,16 +296,19 @@ def export_benchmark(
     params: dict[str, Any] | None = None,
     cached_calls: int = 0,
     notes: list[str] | None = None,
+    limit: int | None = None,
 ) -> ExportSummary:
     """Write the benchmark folder for ``run_id`` into ``out_dir`` (files replaced, folder kept).
 
     ``params`` (the build's own parameters: n, llm spec, profile, ...) go to
-    settings.json next to the resolved settings.
+    settings.json next to the resolved settings. ``limit``: export the first tasks in
+    candidate order only (candidates still in flight when the target was reached can
+    push the accepted count past it).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lang = lang or settings.lang
-    tasks = load_tasks(store, run_id)
+    tasks = load_tasks(store, run_id, limit)
     n_qrels = write_tasks(out, tasks)
     chunks, documents = write_corpus(store, out, lang)
     copy_index(store, Path(index_dir), out)

@@ -1,0 +1,1 @@
+"""Prefect flows: thin wiring of factory/ functions (the library runs without Prefect)."""
