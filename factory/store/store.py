@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -165,7 +166,11 @@ class Store:
         glob = str(self.table_dir(MIGRATIONS_TABLE) / "*.parquet").replace("'", "''")
         statements.append(f"CREATE OR REPLACE VIEW \"{MIGRATIONS_TABLE}\" AS SELECT * FROM read_parquet('{glob}')")
         for migration in migrations():
-            statements.extend(migration.view_statements())
+            # the catalog file keeps its views: replace them on every refresh
+            statements.extend(
+                re.sub(r"^\s*create\s+view\b", "CREATE OR REPLACE VIEW", s, count=1, flags=re.IGNORECASE)
+                for s in migration.view_statements()
+            )
         return statements
 
     def connect(self) -> duckdb.DuckDBPyConnection:
