@@ -13,7 +13,7 @@ from rich.console import Console
 
 from factory.errors import FactoryError
 
-out = Console()
+out = Console(soft_wrap=True)
 
 
 class CapitalAnswer(BaseModel):

@@ -183,6 +183,9 @@ class LlamaCppBackend:
             kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
         start = time.perf_counter()
         with self._lock:
+            # no prompt-prefix reuse: re-evaluating a cached prefix in other batch shapes
+            # changes the logits slightly, and greedy answers then differ between calls
+            self._llama.reset()
             out = self._llama.create_chat_completion(**kwargs)
         latency = time.perf_counter() - start
         choice = out["choices"][0]
