@@ -134,6 +134,20 @@ class BuildSettings(Section):
         return dict(values)
 
 
+class ComposeSettings(Section):
+    """Taxonomy, subgraph selection and the composer."""
+
+    taxonomy_dir: Path | None = Field(None, description="taxonomy folder; default: the repository's taxonomy/")
+    bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
+    bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
+    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
+    select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
+    facts_temperature: float = Field(0.2, ge=0)
+    compose_temperature: float = Field(0.7, ge=0)
+    max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
 
@@ -146,6 +160,7 @@ class Settings(BaseSettings):
     validation: ValidateSettings = ValidateSettings()  # "validate" would shadow BaseModel.validate
     generate: GenerateSettings = GenerateSettings()
     build: BuildSettings = BuildSettings()
+    compose: ComposeSettings = ComposeSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,82 @@
+"""Render the agent's prompt files (one folder per language) into messages.
+
+A round's context is a pure function of (language, limits, protocol, RoundState,
+question), which is what lets a trainer replay any round from the stored state.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from string import Template
+
+import yaml
+
+from factory.agent.state import RoundState
+from factory.agent.tools import cut, describe_tools
+from factory.llm.types import Message
+from factory.settings import AgentLimits
+
+LANGS = ("en", "ru")
+
+
+@lru_cache(maxsize=None)
+def _file(lang: str, name: str) -> str:
+    if lang not in LANGS:
+        raise ValueError(f"no agent prompts for language {lang!r}; known: {', '.join(LANGS)}")
+    return (resources.files("factory.agent") / "prompts" / lang / name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def _phrases(lang: str) -> dict[str, str]:
+    return yaml.safe_load(_file(lang, "phrases.yaml"))
+
+
+def system_prompt(lang: str, limits: AgentLimits, protocol: str) -> str:
+    if protocol == "json":
+        block = Template(_file(lang, "protocol_json.md")).substitute(tools=describe_tools(limits))
+    else:
+        block = _file(lang, "protocol_tools.md")
+    return Template(_file(lang, "system.md")).substitute(
+        rounds=limits.rounds,
+        min_searches=limits.min_searches_to_save,
+        min_saved=limits.min_saved_to_save,
+        min_reason=limits.min_reason_chars,
+        min_summary=limits.min_summary_chars,
+        min_goal=limits.min_goal_chars,
+        final_k=limits.final_k,
+        soft_cap=limits.saved_soft_cap,
+        protocol=block.strip(),
+    ).strip()
+
+
+def round_prompt(lang: str, limits: AgentLimits, question: str, state: RoundState) -> str:
+    words = _phrases(lang)
+    if state.saved:
+        saved = "\n".join(
+            f"- {s.chunk_id}: {s.reason}" + (f"\n  \u201c{cut(s.text, limits.saved_snippet_chars)}\u201d"
+                                              if s.text and limits.saved_snippet_chars else "")
+            for s in state.saved
+        )
+    else:
+        saved = words["none"]
+    return Template(_file(lang, "round.md")).substitute(
+        question=question,
+        round_no=state.round_no,
+        rounds=state.rounds,
+        last_round=words["last_round"] if state.is_last else "",
+        saved=saved,
+        covered="; ".join(state.covered) or words["none"],
+        unresolved="; ".join(state.unresolved) or words["none"],
+        summary=state.summary or words["first_summary"],
+        goal=state.goal or words["first_goal"],
+        note=f"\n\n{words['note']}{state.note}" if state.note else "",
+    ).strip()
+
+
+def round_messages(lang: str, limits: AgentLimits, protocol: str, question: str, state: RoundState) -> list[Message]:
+    """The fresh context a round starts with."""
+    return [
+        Message(role="system", content=system_prompt(lang, limits, protocol)),
+        Message(role="user", content=round_prompt(lang, limits, question, state)),
+    ]
