@@ -81,8 +81,13 @@ class DenseSearcher:
         return self._encoder  # type: ignore[return-value]
 
     def rows_for_vectors(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        scores = np.asarray(self.vectors @ queries.T, dtype=np.float32)  # (n, q)
-        return [(top_k(scores[:, j], k), scores[:, j]) for j in range(queries.shape[0])]
+        out = []
+        for query in queries:
+            # one matrix-vector product per query: a batched product takes another BLAS
+            # path whose last bits differ, and a query must score the same alone or batched
+            scores = np.asarray(self.vectors @ query, dtype=np.float32)
+            out.append((top_k(scores, k), scores))
+        return out
 
     def rows(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.rows_for_vectors(self.encoder.encode_queries([query]), k)[0]
