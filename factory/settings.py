@@ -148,6 +148,76 @@ class ComposeSettings(Section):
     max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
 
 
+class AgentLimits(Section):
+    """One profile of the search agent's loop; defaults are the published harness's."""
+
+    rounds: int = Field(5, ge=1, description="rounds per episode")
+    round_token_budget: int = Field(32_768, ge=512, description="tokens a round's context may grow to")
+    search_lock_share: float = Field(0.75, gt=0, le=1, description="searches are locked once a round used this share")
+    min_searches_to_save: int = Field(5, ge=0, description="searches this round before save_and_advance")
+    min_saved_to_save: int = Field(1, ge=0, description="chunks save_and_advance must save")
+    min_reason_chars: int = Field(20, ge=0)
+    min_summary_chars: int = Field(50, ge=0)
+    min_goal_chars: int = Field(30, ge=0)
+    saved_soft_cap: int = Field(15, ge=1, description="more saved chunks are kept, with a warning")
+    no_new_warning_after: int = Field(5, ge=1, description="consecutive searches without a new chunk before a warning")
+    max_no_tool_turns: int = Field(2, ge=1, description="turns without a tool call that end a round")
+    max_locked_search_turns: int = Field(2, ge=1, description="turns of locked searches that end a round")
+    max_turns_per_round: int = Field(60, ge=1)
+    search_retries: int = Field(3, ge=0, description="retries of a search that raised")
+    min_final_chunks: int = Field(3, ge=0, description="a shorter final ranking is accepted with a warning")
+    final_k: int = Field(10, ge=1, description="chunks in the final ranking")
+    top_k_default: int = Field(5, ge=1, description="results per search unless the model asks")
+    top_k_max: int = Field(10, ge=1)
+    snippet_chars: int = Field(700, ge=40, description="characters of each result shown")
+    saved_snippet_chars: int = Field(300, ge=0, description="characters of each saved chunk shown at a round's start")
+    max_output_tokens: int = Field(1024, ge=32, description="completion budget per turn")
+    chars_per_token: float = Field(4.0, gt=0, description="token estimate where the backend has no tokenizer")
+
+
+class AgentSettings(Section):
+    """The search agent (difficulty checker and evaluable retriever)."""
+
+    profile: Literal["auto", "standard", "small"] = Field(
+        "auto", description="auto: 'small' when the backend's window is at most small_context_max tokens"
+    )
+    small_context_max: int = Field(16_384, ge=1)
+    standard: AgentLimits = AgentLimits()
+    small: AgentLimits = AgentLimits(
+        round_token_budget=6_144, top_k_default=3, top_k_max=5, snippet_chars=320, saved_snippet_chars=120,
+        max_output_tokens=384,
+    )
+    max_rounds: int | None = Field(None, ge=1, description="caps the profile's rounds (demo runs)")
+    protocol: Literal["auto", "tools", "json"] = Field(
+        "auto", description="tools: OpenAI tool calls; json: one schema-constrained JSON action per turn"
+    )
+    query_dedup: Literal["round", "episode"] = Field("episode", description="where repeated queries are rejected")
+    searcher: Literal["bm25", "dense", "hybrid"] = Field("bm25", description="index the agent searches when given a fixed index")
+    rollouts: int = Field(1, ge=1, description="episodes per question, fused by reciprocal rank fusion")
+    concurrency: int = Field(4, ge=1, description="rollouts in flight")
+    rrf_k: int = Field(60, ge=1)
+    temperature: float = Field(0.7, ge=0, description="sampling temperature of rollouts")
+    greedy_first_rollout: bool = Field(True, description="rollout 0 samples at temperature 0")
+    difficulty_rollouts: int = Field(2, ge=1, description="rollouts of the difficulty checker")
+    easy_min_recall: float = Field(1.0, gt=0, le=1, description="first-round recall that counts as solved")
+    easy_max_searches: int = Field(5, ge=0, description="a rollout solving round 1 with at most this many searches is easy")
+    easy_share: float = Field(0.5, gt=0, le=1, description="too easy when at least this share of rollouts is easy")
+
+
+class ComposeSettings(Section):
+    """Taxonomy, subgraph selection and the composer."""
+
+    taxonomy_dir: Path | None = Field(None, description="taxonomy folder; default: the repository's taxonomy/")
+    bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
+    bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
+    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
+    select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
+    facts_temperature: float = Field(0.2, ge=0)
+    compose_temperature: float = Field(0.7, ge=0)
+    max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
 
@@ -160,6 +230,7 @@ class Settings(BaseSettings):
     validation: ValidateSettings = ValidateSettings()  # "validate" would shadow BaseModel.validate
     generate: GenerateSettings = GenerateSettings()
     build: BuildSettings = BuildSettings()
+    agent: AgentSettings = AgentSettings()
     compose: ComposeSettings = ComposeSettings()
 
     @classmethod
