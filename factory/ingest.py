@@ -133,7 +133,7 @@ def ingest(
 
     with store.writer(f"ingest-{lang}", flush_rows=1 << 40, flush_seconds=float("inf")) as writer, Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed:,} documents"),
-        TimeElapsedColumn(), console=console, disable=not progress, transient=False,
+        TimeElapsedColumn(), console=console, disable=not progress, transient=True,
     ) as bar:
         task = bar.add_task(f"ingest {Path(corpus).name}", total=None)
         last_flush = time.monotonic()
@@ -202,7 +202,8 @@ def ingest(
         raise CorpusError(f"{corpus}: no usable documents ({summary.skipped_total} records skipped{first})")
 
     if entities:
-        summary.entities = _entities(store, lang, settings, run_id)
+        changed = bool(summary.docs_new or summary.docs_changed)
+        summary.entities = _entities(store, lang, settings, run_id, changed=changed, progress=progress)
     summary.elapsed_s = round(time.perf_counter() - started, 3)
     summary.docs_per_s = round(summary.docs_read / max(summary.elapsed_s, 1e-9), 1)
     summary.words_per_s = round(summary.words / max(summary.elapsed_s, 1e-9), 1)
@@ -346,27 +347,27 @@ def _entity_functions() -> tuple[Any, Any]:
     return annotate_chunks, compute_statistics
 
 
-def _entities(store: Store, lang: str, settings: Settings, run_id: str) -> bool:
-    """NER over every live chunk of ``lang`` without mentions at its current text, then statistics.
+def _entities(store: Store, lang: str, settings: Settings, run_id: str, *, changed: bool, progress: bool) -> bool:
+    """NER over the live chunks of ``lang`` that NER has not seen yet, then the statistics.
 
-    That covers the chunks written now, chunks ingested earlier with entities off,
-    and an annotation interrupted half way; a chunk without any entity is simply
-    looked at again (it adds no rows).
+    ``annotate_chunks`` skips chunk versions it already annotated, so this covers the
+    chunks written now, chunks ingested earlier with entities off, and an annotation
+    interrupted half way. Chunks left over from a document that shrank are not live
+    and are not annotated. Statistics are recomputed when anything was annotated,
+    when chunks changed, or when none exist yet.
     """
     annotate_chunks, compute_statistics = _entity_functions()
-    todo = [
+    live = [
         row["chunk_id"]
         for row in store.query(
-            "SELECT c.chunk_id FROM chunks c JOIN documents d USING (doc_id) WHERE c.lang = ? AND c.n < d.n_chunks "
-            "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.chunk_id = c.chunk_id AND m.content_hash = c.content_hash) "
-            "ORDER BY c.doc_id, c.n",
+            "SELECT c.chunk_id FROM chunks c JOIN documents d USING (doc_id) WHERE c.lang = ? AND c.n < d.n_chunks",
             [lang],
         )
     ]
+    annotate_chunks(store, lang, settings, run_id, chunk_ids=live, progress=progress)
+    annotated = store.scalar("SELECT count(*) FROM annotated_chunks WHERE run_id = ?", [run_id])
     never_computed = not store.scalar("SELECT count(*) FROM stats_generations")
-    if not todo and not never_computed:
+    if not (annotated or changed or never_computed):
         return False
-    if todo:
-        annotate_chunks(store, lang, settings, run_id, chunk_ids=todo)
     compute_statistics(store, run_id)
     return True

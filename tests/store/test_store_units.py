@@ -1,0 +1,62 @@
+"""Store basics: migrations recorded, keys (first/last), compaction keeps rows, schema segments."""
+
+from __future__ import annotations
+
+import pytest
+
+from factory.store import Store
+from factory.store.schema import latest_version, migrations, table_specs
+from factory.store.store import StoreError
+
+
+def test_migrations_are_recorded_once(store):
+    rows = store.query("SELECT number, name, checksum FROM _migrations ORDER BY number")
+    assert [r["number"] for r in rows] == list(range(1, latest_version() + 1))
+    assert [(r["name"], r["checksum"]) for r in rows] == [(m.name, m.checksum) for m in migrations()]
+    assert Store(store.root).migrate() == []  # reopening applies nothing
+    assert store.scalar("SELECT count(*) FROM _migrations") == latest_version()
+
+
+def test_schema_segments_exist_for_every_table(store):
+    for name in table_specs():
+        files = list(store.table_dir(name).glob("_schema-*.parquet"))
+        assert [f.name for f in files] == [f"_schema-{latest_version():03d}.parquet"], name
+        assert store.scalar(f'SELECT count(*) FROM "{name}"') == 0  # empty tables are queryable
+
+
+def test_keys_first_and_last(store):
+    store.append("runs", [{"run_id": "r1", "command": "first"}])
+    store.append("runs", [{"run_id": "r1", "command": "second"}, {"run_id": "r2", "command": "other"}])
+    assert store.query("SELECT run_id, command FROM runs ORDER BY run_id") == [
+        {"run_id": "r1", "command": "first"}, {"run_id": "r2", "command": "other"}
+    ]
+    store.append("documents", [{"doc_id": "d", "title": "old", "meta": {"a": 1}}])
+    store.append("documents", [{"doc_id": "d", "title": "new", "meta": {"a": 2}}])
+    assert store.query("SELECT title, meta->>'a' AS a FROM documents") == [{"title": "new", "a": "2"}]
+    assert store.scalar("SELECT count(*) FROM documents__segments") == 2
+    # within one writer the later row of the same key wins as well
+    with store.writer("w") as writer:
+        writer.append("documents", [{"doc_id": "e", "title": "one"}, {"doc_id": "e", "title": "two"}])
+    assert store.scalar("SELECT title FROM documents WHERE doc_id = 'e'") == "two"
+
+
+def test_compaction_keeps_rows(store):
+    for i in range(5):
+        store.append("chunks", [{"chunk_id": f"c{i}_{j}", "doc_id": f"c{i}", "n": j, "text": "t"} for j in range(3)])
+    store.append("chunks", [{"chunk_id": "c0_0", "doc_id": "c0", "n": 0, "text": "newer"}])
+    before = store.query("SELECT chunk_id, text FROM chunks ORDER BY chunk_id")
+    assert len(store.segments("chunks")) == 6
+    assert store.compact("chunks") == 6
+    assert len(store.segments("chunks")) == 1
+    assert store.query("SELECT chunk_id, text FROM chunks ORDER BY chunk_id") == before
+    assert store.scalar("SELECT text FROM chunks WHERE chunk_id = 'c0_0'") == "newer"
+    assert store.compact("chunks") == 0
+
+
+def test_bad_writes_are_refused(store, tmp_path):
+    with pytest.raises(StoreError, match="unknown table 'nope'"):
+        store.append("nope", [{"a": 1}])
+    with pytest.raises(StoreError, match="no column"):
+        store.append("documents", [{"doc_id": "x", "colour": "red"}])
+    with pytest.raises(StoreError, match="no store here"):
+        Store(tmp_path / "absent", create=False)
