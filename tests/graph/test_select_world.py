@@ -304,3 +304,21 @@ def test_index_reloads_after_new_rows(world):
                          [("Ada Brisk", "person"), ("Lake Tessaly", "location"), ("2001", "date")])], "en")
     second = SelectionIndex.load(world, "en")
     assert second is not first and "extra_0" in second.chunk_ids
+
+
+def test_selection_over_computed_statistics(world):
+    """With the statistics step's chunk_entities in place, the index reads them (folded keys)."""
+    from factory.graph.stats import compute_statistics
+
+    rows = world.query("SELECT chunk_id, content_hash, lang FROM chunks")
+    world.append("annotated_chunks", [dict(r, n_mentions=1, run_id="t") for r in rows])
+    compute_statistics(world, "t")
+    ix = SelectionIndex.load(world, "en")
+    assert ix.source == "chunk_entities"
+    held = chunk_mentions(world)
+    cell = Cell(mechanic="chain", form="direct", answer_type="person")
+    sub = select_subgraph(ix, cell, "en", random.Random(0), params=SMALL, taxonomy=TAX)
+    bridge = sub.bridge_entities[0]
+    assert all(bridge in held[c] for c in sub.chunk_ids)
+    spb = SelectionIndex.load(world, "ru")
+    assert spb.source == "chunk_entities" and spb.ent_df[spb.key_index("санкт-петербург")] == 4

@@ -63,6 +63,7 @@ class SelectionIndex:
     ent_chunks: list[tuple[int, ...]]
     ent_df: list[int]
     loaded_s: float = 0.0
+    source: str = ""
     _key_pos: dict[str, int] = field(default_factory=dict, repr=False)
     _pools: dict[Any, list[int]] = field(default_factory=dict, repr=False)
     _chunk_label_sets: list[frozenset[str]] = field(default_factory=list, repr=False)
@@ -128,7 +129,7 @@ class SelectionIndex:
 
 _CACHE: dict[tuple[str, str], tuple[Any, SelectionIndex]] = {}
 _CACHE_LOCK = threading.Lock()
-_TABLES = ("chunks", "mentions", "entities", "entity_aliases")
+_TABLES = ("chunks", "mentions", "entities", "entity_aliases", "chunk_entities", "stats_generations")
 
 
 def _stamp(store: Any) -> tuple:
@@ -141,6 +142,17 @@ def _stamp(store: Any) -> tuple:
     return tuple(sorted(names))
 
 
+# Preferred source: the statistics step's chunk_entities (keys after alias and person
+# folding) and entities of the current generation.
+_CHUNK_ENTITIES_SQL = """
+SELECT chunk_id, doc_id, entity_key, label FROM current_chunk_entities WHERE lang = ?
+"""
+_CURRENT_ENTITIES_SQL = """
+SELECT entity_key, label, name, aliases FROM current_entities WHERE lang = ?
+"""
+
+# Fallback while no statistics were computed: raw mentions of current chunk versions,
+# alias links applied, surface forms ranked by frequency.
 _MENTIONS_SQL = """
 WITH folded AS (SELECT alias_key, min(entity_key) AS entity_key FROM entity_aliases GROUP BY alias_key),
 m AS (
@@ -161,25 +173,31 @@ m AS (
     LEFT JOIN folded f ON f.alias_key = m.entity_key
     WHERE c.lang = ?
 ), counted AS (SELECT ekey, text, count(*) AS n FROM m GROUP BY ekey, text)
-SELECT ekey, list(text ORDER BY n DESC, text)[1:8] AS forms FROM counted GROUP BY ekey
+SELECT ekey, NULL AS label, list(text ORDER BY n DESC, text)[1] AS name, list(text ORDER BY n DESC, text)[1:12] AS forms
+FROM counted GROUP BY ekey
 """
 
-_ENTITIES_SQL = """
-WITH latest AS (SELECT generation FROM stats_generations ORDER BY computed_at DESC, generation DESC LIMIT 1)
-SELECT entity_key, label, name, aliases FROM entities
-WHERE generation = (SELECT generation FROM latest) OR NOT EXISTS (SELECT 1 FROM latest)
-"""
+
+def _fetch(store: Any, lang: str) -> tuple[list[tuple], dict[str, tuple], str]:
+    """(chunk, doc, key, label) rows, key -> (label, name, aliases), and which source was used."""
+    con = store.connect()
+    try:
+        views = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if {"current_chunk_entities", "current_entities"} <= views:
+            rows = con.execute(_CHUNK_ENTITIES_SQL, [lang]).fetchall()
+            if rows:
+                info = {r[0]: r[1:] for r in con.execute(_CURRENT_ENTITIES_SQL, [lang]).fetchall()}
+                return rows, info, "chunk_entities"
+        rows = con.execute(_MENTIONS_SQL, [lang]).fetchall()
+        info = {r[0]: r[1:] for r in con.execute(_FORMS_SQL, [lang]).fetchall()}
+        return rows, info, "mentions"
+    finally:
+        con.close()
 
 
 def _load(store: Any, lang: str) -> SelectionIndex:
     start = time.perf_counter()
-    con = store.connect()
-    try:
-        rows = con.execute(_MENTIONS_SQL, [lang]).fetchall()
-        forms = dict(con.execute(_FORMS_SQL, [lang]).fetchall())
-        stats = {r[0]: r[1:] for r in con.execute(_ENTITIES_SQL).fetchall()}
-    finally:
-        con.close()
+    rows, info, source = _fetch(store, lang)
     chunk_pos: dict[str, int] = {}
     doc_pos: dict[str, int] = {}
     ent_pos: dict[str, int] = {}
@@ -207,14 +225,12 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         label_votes[e][label] += 1
     ent_label, ent_name, ent_aliases, ent_df = [], [], [], []
     for e, key in enumerate(ent_keys):
-        stat = stats.get(key)
-        surface = list(forms.get(key) or [])
-        label = (stat[0] if stat and stat[0] else None) or label_votes[e].most_common(1)[0][0]
-        name = (stat[1] if stat and stat[1] else None) or (surface[0] if surface else key)
-        aliases = list(dict.fromkeys([*(stat[2] or [] if stat else []), *surface]))
+        label, name, aliases = info.get(key) or (None, None, None)
+        label = label or label_votes[e].most_common(1)[0][0]
+        name = name or key
         ent_label.append(label)
         ent_name.append(name)
-        ent_aliases.append([a for a in aliases if a != name][:12])
+        ent_aliases.append([a for a in dict.fromkeys(aliases or []) if a != name][:12])
         ent_df.append(len({chunk_doc[c] for c in ent_chunks[e]}))
     return SelectionIndex(
         lang=lang,
@@ -228,6 +244,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_chunks=[tuple(x) for x in ent_chunks],
         ent_df=ent_df,
         loaded_s=time.perf_counter() - start,
+        source=source,
     )
 
 
