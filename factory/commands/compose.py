@@ -1,0 +1,124 @@
+"""`factory compose`: drafts for inspection (cell -> subgraph -> fact sheet -> draft, no validation)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+
+from factory.errors import FactoryError
+
+out = Console(soft_wrap=True)
+
+
+def compose_command(
+    store: Path = typer.Option(..., "--store", help="store folder with chunks and entity statistics"),
+    index: Optional[Path] = typer.Option(None, "--index", help="fixed index folder (not searched by the composer; "
+                                         "accepted so the command lines of compose and generate match)"),
+    llm: Optional[str] = typer.Option(None, "--llm", help="backend spec: llamacpp:NAME, openai:URL#MODEL, fake"),
+    n: int = typer.Option(5, "--n", min=1, help="drafts to compose"),
+    cell: Optional[str] = typer.Option(None, "--cell", help="MECHANIC/FORM/TYPE; default: drawn by the sampler"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="en or ru (default: settings)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="default: settings"),
+    taxonomy: Optional[Path] = typer.Option(None, "--taxonomy", help="taxonomy folder (default: settings / repository)"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per candidate instead of panels"),
+    config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
+) -> None:
+    """Compose N drafts and print them with their subgraph and fact sheet."""
+    from factory.compose.run import compose_candidate, selector_params
+    from factory.graph.select import SelectionIndex
+    from factory.llm.registry import make_gateway
+    from factory.records import Cell
+    from factory.settings import load_settings
+    from factory.store import Store
+    from factory.taxonomy import CellSampler, load_taxonomy
+
+    settings = load_settings(config, **{"llm.spec": llm, "lang": lang, "seed": seed,
+                                        "compose.taxonomy_dir": str(taxonomy) if taxonomy else None})
+    lang = settings.lang
+    if lang not in ("en", "ru"):
+        raise FactoryError(f"--lang must be en or ru, got {lang!r}")
+    tax = load_taxonomy(settings.compose.taxonomy_dir)
+    fixed = None
+    if cell:
+        try:
+            fixed = Cell.parse(cell)
+        except ValueError as exc:
+            raise FactoryError(str(exc)) from exc
+        tax.spec(fixed)  # unknown or incompatible cells fail here, with the reason
+    the_store = Store(store, create=False)
+    selection = SelectionIndex.load(the_store, lang)
+    if not selection.chunk_ids:
+        raise FactoryError(f"{store}: no entity mentions in {lang!r}; run `factory ingest` with entities first")
+    gateway = make_gateway(settings.llm.spec, settings.llm, store=the_store, stage_default="compose",
+                           run_id=f"compose-{uuid.uuid4().hex[:8]}")
+    sampler = CellSampler(tax, settings.seed, lang)
+    params = selector_params(settings)
+    used: set[frozenset[str]] = set()
+    drafts = 0
+    for i in range(n):
+        chosen = fixed or sampler.draw(i)
+        result = compose_candidate(selection, the_store, tax, chosen, gateway, lang, settings.seed, i, params=params,
+                                   avoid=used, facts_temperature=settings.compose.facts_temperature,
+                                   compose_temperature=settings.compose.compose_temperature,
+                                   max_tokens=settings.compose.max_tokens)
+        if result.subgraph is not None:
+            used.add(frozenset(result.subgraph.chunk_ids))
+        if result.structural and not fixed:
+            sampler.mark_unsupported(chosen, result.reason)
+        drafts += result.draft is not None and result.draft.parse_error is None
+        if as_json:
+            out.print_json(json.dumps(_as_dict(result), ensure_ascii=False))
+        else:
+            _show(result)
+    out.print(f"{drafts} of {n} candidates gave a parsed draft (no validation ran)", highlight=False)
+
+
+def _as_dict(result) -> dict:
+    return {
+        "index": result.index,
+        "cell": result.cell.key,
+        "stopped": result.stopped,
+        "reason": result.reason,
+        "subgraph": result.subgraph.model_dump(mode="json") if result.subgraph else None,
+        "facts": [f.model_dump(mode="json") for f in result.sheet.facts] if result.sheet else None,
+        "draft": result.draft.model_dump(mode="json") if result.draft else None,
+    }
+
+
+def _show(result) -> None:
+    lines = [f"[bold]cell[/] {result.cell.key}"]
+    sub = result.subgraph
+    if sub is not None:
+        names = {k: v.get("name", k) for k, v in sub.figures.get("entities", {}).items()}
+        answer = names.get(sub.answer_entity or "", "(open)")
+        lines.append(f"[bold]answer entity[/] {answer}   [bold]bridges[/] "
+                     f"{', '.join(names.get(b, b) for b in sub.bridge_entities) or '-'}   [bold]named[/] "
+                     f"{', '.join(names.get(c, c) for c in sub.constraint_entities) or '-'}")
+        for chunk_id in sub.chunk_ids:
+            text = " ".join(result.chunk_texts.get(chunk_id, "").split())
+            lines.append(f"  [cyan]{chunk_id}[/] ({sub.roles.get(chunk_id, '')}): {text[:220]}")
+    if result.sheet is not None:
+        lines.append("[bold]facts[/]")
+        lines.extend(f"  [{f.chunk_id}] {f.paraphrase}" for f in result.sheet.facts)
+    if result.stopped:
+        lines.append(f"[red]stopped at {result.stopped}[/]: {result.reason}")
+    draft = result.draft
+    if draft is not None:
+        if draft.parse_error:
+            lines.append(f"[red]parse error[/]: {draft.parse_error}; raw: {draft.raw[:300]!r}")
+        else:
+            lines.append(f"[bold green]Q[/] {draft.question}")
+            lines.append(f"[bold green]A[/] {draft.answer}" + (f"  (aliases: {', '.join(draft.answer_aliases)})"
+                                                                if draft.answer_aliases else ""))
+            lines.extend(f"  step: {s}" for s in draft.reasoning_steps)
+    out.print(Panel("\n".join(lines), title=f"candidate {result.index}", expand=True), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compose")(compose_command)
