@@ -113,13 +113,14 @@ class BuildSettings(Section):
     profile: Literal["full", "demo"] = "full"
     max_attempts: int | None = Field(None, ge=1, description="candidate budget; default n x generate.attempts_per_task")
     token_budget: int | None = Field(None, ge=1, description="stop starting candidates once this many tokens are spent")
+    dense: str = Field("default", description="dense model of the fixed index: default (per language), a name, or none")
     examples_per_mechanic: int = Field(2, ge=0, description="accepted examples per mechanic shown in the card")
     corpus_license: str = Field("", description="licence of the corpus, written to LICENSE and the card")
     corpus_attribution: str = Field("", description="attribution line for the corpus")
     profiles: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {
             "full": {},
-            "demo": {"agent.rollouts": 1, "agent.max_rounds": 2, "agent.profile": "small"},
+            "demo": {"agent.difficulty_rollouts": 1, "agent.rollouts": 1, "agent.max_rounds": 2, "agent.profile": "small"},
         }
     )
 
