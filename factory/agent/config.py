@@ -39,7 +39,31 @@ def choose_profile(settings: AgentSettings, llm: Any) -> tuple[str, AgentLimits]
     return name, limits.model_copy(update=update) if update else limits
 
 
+def supports_tools(llm: Any) -> bool:
+    """Whether the backend takes OpenAI tools, looking through gateways to the backend.
+
+    An explicit ``supports_tools`` attribute wins. Otherwise the OpenAI-compatible
+    backend in its vLLM flavour (schema as ``json_schema``) is taken to support tools,
+    as production's vLLM server does; everything else (the embedded llama.cpp model,
+    llama.cpp servers, the fake) gets the JSON-action protocol.
+    """
+    chain = [llm]
+    for attr in ("gateway", "backend"):
+        nxt = getattr(chain[-1], attr, None)
+        if nxt is not None:
+            chain.append(nxt)
+    nxt = getattr(chain[-1], "backend", None)
+    if nxt is not None:
+        chain.append(nxt)
+    for obj in chain:
+        flag = getattr(obj, "supports_tools", None)
+        if isinstance(flag, bool):
+            return flag
+    backend = chain[-1]
+    return getattr(backend, "name", "") == "openai" and getattr(backend, "structured", "") == "json_schema"
+
+
 def choose_protocol(settings: AgentSettings, llm: Any) -> Protocol:
     if settings.protocol != "auto":
         return settings.protocol
-    return "tools" if getattr(llm, "supports_tools", False) else "json"
+    return "tools" if supports_tools(llm) else "json"

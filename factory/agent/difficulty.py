@@ -78,7 +78,9 @@ def first_round_chunks(episode: EpisodeTrace) -> list[str]:
 def resolve_searcher(index: Any, kind: str) -> tuple[Any, Callable[[str], str] | None, str | None]:
     """A fixed index (``.searcher(kind)``, ``.text``) or a bare searcher."""
     if hasattr(index, "searcher") and callable(index.searcher):
-        return index.searcher(kind), getattr(index, "text", None), getattr(index, "lang", None)
+        # index_text is title + text, what the index matched; plain text where absent
+        text_of = getattr(index, "index_text", None) or getattr(index, "text", None)
+        return index.searcher(kind), text_of, getattr(index, "lang", None)
     return index, None, None
 
 

@@ -1,0 +1,365 @@
+"""Scoring a retriever on a benchmark folder: Recall@k, trajectory recall, TREC run files.
+
+* **Recall@k** is computed on the final set: the first ``k`` items of the ranking
+  *before* they are mapped to the scoring unit and deduplicated, so a retriever
+  gains nothing from returning several chunks of one document.
+* **Trajectory recall** counts every unique result the retriever ever saw (for the
+  agent: every search result of every rollout; for a plain retriever: its top k).
+* The **scoring unit** is the chunk or its parent document (``doc_id`` in
+  ``corpus.jsonl``, else a ``DOCID_N`` chunk id read back); a document counts once.
+* **Run files** list each query's final set in the unit, score descending then id
+  ascending, so any TREC evaluator (ir-measures, trec_eval) reproduces Recall@k.
+
+The folder is BEIR-style: ``corpus.jsonl`` (``_id``, ``title``, ``text``, optional
+``doc_id``), ``queries.jsonl`` (``_id``, ``text``, optional ``mechanic``),
+``qrels/test.tsv`` (query-id, corpus-id, score, with a header line) and optionally
+the fixed index it was validated against in ``index/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from factory.errors import FactoryError
+
+Unit = Literal["chunk", "doc"]
+RETRIEVERS = ("bm25", "dense", "hybrid", "agent")
+
+
+class BenchmarkError(FactoryError):
+    pass
+
+
+@dataclass
+class Query:
+    qid: str
+    text: str
+    mechanic: str = ""
+
+
+@dataclass
+class Benchmark:
+    root: Path
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+    doc_of: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def corpus_path(self) -> Path:
+        return self.root / "corpus.jsonl"
+
+    def unit_of(self, chunk_id: str, unit: Unit) -> str:
+        if unit == "chunk":
+            return chunk_id
+        doc = self.doc_of.get(chunk_id)
+        if doc:
+            return doc
+        match = re.fullmatch(r"(.+)_\d+", chunk_id)  # BrowseComp-Plus style DOCID_CHUNKNO
+        return match.group(1) if match else chunk_id
+
+    def relevant(self, qid: str, unit: Unit) -> set[str]:
+        return {self.unit_of(c, unit) for c, rel in self.qrels.get(qid, {}).items() if rel > 0}
+
+
+def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise BenchmarkError(f"{path}: not found (a benchmark folder has corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BenchmarkError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            if not isinstance(record, dict) or "_id" not in record:
+                raise BenchmarkError(f"{path}:{number}: a record needs an _id")
+            yield number, record
+
+
+def load_benchmark(root: str | Path) -> Benchmark:
+    root = Path(root)
+    if not root.is_dir():
+        raise BenchmarkError(f"{root}: no benchmark folder here")
+    doc_of = {}
+    for _, record in _jsonl(root / "corpus.jsonl"):
+        doc = record.get("doc_id") or (record.get("metadata") or {}).get("doc_id")
+        if doc:
+            doc_of[str(record["_id"])] = str(doc)
+    queries = []
+    for number, record in _jsonl(root / "queries.jsonl"):
+        if not isinstance(record.get("text"), str) or not record["text"].strip():
+            raise BenchmarkError(f"{root / 'queries.jsonl'}:{number}: query {record['_id']!r} has no text")
+        mechanic = record.get("mechanic") or (record.get("metadata") or {}).get("mechanic") or ""
+        queries.append(Query(str(record["_id"]), record["text"], str(mechanic)))
+    qrels_path = root / "qrels" / "test.tsv"
+    if not qrels_path.is_file():
+        raise BenchmarkError(f"{qrels_path}: not found")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            parts = line.rstrip("\n").split("\t")
+            if number == 1 and not parts[-1].lstrip("-").isdigit():
+                continue  # the header line
+            if not line.strip():
+                continue
+            if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+                raise BenchmarkError(f"{qrels_path}:{number}: expected query-id<TAB>corpus-id<TAB>score")
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    known = {q.qid for q in queries}
+    stray = sorted(set(qrels) - known)
+    if stray:
+        raise BenchmarkError(f"{qrels_path}: judgements for queries not in queries.jsonl: {', '.join(stray[:5])}")
+    return Benchmark(root=root, queries=queries, qrels=qrels, doc_of=doc_of)
+
+
+# ---------------------------------------------------------------- scoring
+class QueryRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    qid: str
+    ranking: list[tuple[str, float]] = Field(description="chunk ids with scores, best first")
+    seen: list[str] = Field(default_factory=list, description="every unique chunk seen (trajectory)")
+    searches: int = 0
+    rounds: float = 0.0
+    episode_ids: list[str] = Field(default_factory=list)
+
+
+def final_units(ranking: list[tuple[str, float]], bench: Benchmark, unit: Unit, k: int) -> list[tuple[str, float]]:
+    """The first k items, mapped to the unit, each unit once (with its best score)."""
+    out: dict[str, float] = {}
+    for chunk_id, score in ranking[:k]:
+        key = bench.unit_of(chunk_id, unit)
+        if key not in out:
+            out[key] = score
+    return sorted(out.items(), key=lambda item: (-item[1], item[0]))
+
+
+def recall_at_k(ranking: list[str], relevant: set[str], k: int = 10, unit_of: Callable[[str], str] = str) -> float:
+    if not relevant:
+        return 0.0
+    return len({unit_of(c) for c in ranking[:k]} & relevant) / len(relevant)
+
+
+def trajectory_recall(seen: Iterable[str], relevant: set[str], unit_of: Callable[[str], str] = str) -> float:
+    if not relevant:
+        return 0.0
+    return len({unit_of(c) for c in seen} & relevant) / len(relevant)
+
+
+class EvalReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    retriever: str
+    unit: str
+    k: int
+    queries: int
+    recall: float
+    trajectory_recall: float
+    per_mechanic: dict[str, dict[str, float]] = Field(default_factory=dict)
+    per_query: list[dict[str, Any]] = Field(default_factory=list)
+    searches_mean: float = 0.0
+    rollouts: int = 0
+    llm: str = ""
+    elapsed_s: float = 0.0
+    run_file: str = ""
+
+
+def score(bench: Benchmark, runs: dict[str, QueryRun], retriever: str, unit: Unit = "chunk", k: int = 10) -> EvalReport:
+    """Recall@k and trajectory recall over the queries that have judgements."""
+    per_query = []
+    for query in bench.queries:
+        relevant = bench.relevant(query.qid, unit)
+        if not relevant:
+            continue
+        run = runs.get(query.qid) or QueryRun(qid=query.qid, ranking=[])
+        unit_of = lambda c: bench.unit_of(c, unit)  # noqa: E731
+        per_query.append({
+            "qid": query.qid,
+            "mechanic": query.mechanic or "(none)",
+            "recall": recall_at_k([c for c, _ in run.ranking], relevant, k, unit_of),
+            "trajectory_recall": trajectory_recall(run.seen or [c for c, _ in run.ranking[:k]], relevant, unit_of),
+            "relevant": len(relevant),
+            "searches": run.searches,
+        })
+    n = len(per_query)
+    mean = lambda rows, key: sum(r[key] for r in rows) / len(rows) if rows else 0.0  # noqa: E731
+    mechanics: dict[str, list[dict[str, Any]]] = {}
+    for row in per_query:
+        mechanics.setdefault(row["mechanic"], []).append(row)
+    return EvalReport(
+        retriever=retriever,
+        unit=unit,
+        k=k,
+        queries=n,
+        recall=mean(per_query, "recall"),
+        trajectory_recall=mean(per_query, "trajectory_recall"),
+        per_mechanic={
+            m: {"queries": len(rows), "recall": mean(rows, "recall"), "trajectory_recall": mean(rows, "trajectory_recall")}
+            for m, rows in sorted(mechanics.items())
+        },
+        per_query=per_query,
+        searches_mean=mean(per_query, "searches"),
+    )
+
+
+def write_trec_run(path: str | Path, bench: Benchmark, runs: dict[str, QueryRun], unit: Unit, k: int, tag: str) -> Path:
+    """``qid Q0 id rank score tag`` lines: each query's final set in the unit."""
+    path = Path(path)
+    lines = []
+    for query in bench.queries:
+        run = runs.get(query.qid)
+        if run is None:
+            continue
+        for rank, (doc, value) in enumerate(final_units(run.ranking, bench, unit, k), 1):
+            lines.append(f"{query.qid} Q0 {doc} {rank} {value:.6f} {tag}")
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    return path
+
+
+def write_trec_qrels(path: str | Path, bench: Benchmark, unit: Unit) -> Path:
+    """The judgements in the unit (a document relevant once), for outside evaluators."""
+    path = Path(path)
+    lines = []
+    for query in bench.queries:
+        for doc in sorted(bench.relevant(query.qid, unit)):
+            lines.append(f"{query.qid} 0 {doc} 1")
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------- running
+def run_searcher(bench: Benchmark, searcher: Any, k: int = 10) -> dict[str, QueryRun]:
+    texts = [q.text for q in bench.queries]
+    many = getattr(searcher, "search_many", None)
+    results = many(texts, k) if callable(many) else [searcher.search(t, k) for t in texts]
+    return {
+        q.qid: QueryRun(qid=q.qid, ranking=[(h.chunk_id, h.score) for h in hits], seen=[h.chunk_id for h in hits])
+        for q, hits in zip(bench.queries, results)
+    }
+
+
+def run_agent(
+    bench: Benchmark, agent: Any, rollouts: int, *, concurrency: int = 1, progress: Callable[[], None] | None = None
+) -> dict[str, QueryRun]:
+    """The agent on every query (queries in parallel up to ``concurrency``)."""
+
+    def one(query: Query) -> QueryRun:
+        result = agent.run(query.text, item_id=query.qid, rollouts=rollouts)
+        if progress is not None:
+            progress()
+        episodes = result.episodes
+        return QueryRun(
+            qid=query.qid,
+            ranking=[(r.chunk_id, r.score) for r in result.ranking],
+            seen=result.trajectory,
+            searches=sum(e.searches for e in episodes),
+            rounds=sum(len(e.rounds) for e in episodes) / max(1, len(episodes)),
+            episode_ids=[e.episode_id for e in episodes],
+        )
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return {run.qid: run for run in pool.map(one, bench.queries)}
+
+
+def detect_lang(texts: Iterable[str]) -> str:
+    cyrillic = latin = 0
+    for text in texts:
+        cyrillic += len(re.findall(r"[\u0400-\u04ff]", text))
+        latin += len(re.findall(r"[A-Za-z]", text))
+    return "ru" if cyrillic > latin else "en"
+
+
+def open_benchmark_index(bench: Benchmark, settings: Any = None, *, scratch: Path | None = None, dense: str | None = "default"):
+    """The folder's fixed index, checked against its corpus.jsonl; built into
+    ``scratch`` (a temporary folder by default) when the folder has none."""
+    from factory.index.fixed import build_index_from_chunks, open_index
+
+    from factory.index.base import SearchIndexError
+
+    folder = bench.root / "index"
+    if folder.exists():
+        return open_index(folder, corpus_path=bench.corpus_path, settings=settings)
+    target = (scratch or Path(tempfile.mkdtemp(prefix="factory-eval-"))) / "index"
+    if (target / "manifest.json").is_file():
+        try:  # built by an earlier run over the same corpus
+            index = open_index(target, corpus_path=bench.corpus_path, settings=settings)
+            if index.has_dense or dense in (None, "none"):
+                return index
+        except SearchIndexError:
+            pass
+    chunks = [
+        {"chunk_id": str(r["_id"]), "title": r.get("title") or "", "text": r["text"]}
+        for _, r in _jsonl(bench.corpus_path)
+    ]
+    lang = detect_lang(c["text"] for c in chunks[:200])
+    build_index_from_chunks(chunks, target, lang, settings, dense, progress=False)
+    return open_index(target, corpus_path=bench.corpus_path, settings=settings)
+
+
+def evaluate(
+    bench: Benchmark,
+    retriever: str,
+    *,
+    index: Any,
+    llm: Any = None,
+    settings: Any = None,
+    rollouts: int = 1,
+    unit: Unit = "chunk",
+    k: int = 10,
+    out: Path | None = None,
+    store: Any = None,
+    progress: Callable[[], None] | None = None,
+) -> EvalReport:
+    """Run one retriever over the benchmark, score it, and write run/metrics files to ``out``."""
+    if retriever not in RETRIEVERS:
+        raise BenchmarkError(f"unknown retriever {retriever!r}; choose {', '.join(RETRIEVERS)}")
+    started = time.perf_counter()
+    if retriever == "agent":
+        if llm is None:
+            raise BenchmarkError("the agent retriever needs an LLM (--llm SPEC)")
+        from factory.agent import SearchAgent
+        from factory.settings import Settings
+
+        settings = settings or Settings()
+        agent = SearchAgent(
+            index.searcher(settings.agent.searcher), llm, settings, text_of=index.index_text, store=store,
+            lang=index.lang, stage="eval",
+        )
+        query_workers = max(1, settings.agent.concurrency // max(1, rollouts))
+        runs = run_agent(bench, agent, rollouts, concurrency=query_workers, progress=progress)
+    else:
+        runs = run_searcher(bench, index.searcher(retriever), k)
+    report = score(bench, runs, retriever, unit, k)
+    report.rollouts = rollouts if retriever == "agent" else 0
+    report.llm = f"{getattr(llm, 'name', '')}:{getattr(llm, 'model', '')}" if retriever == "agent" else ""
+    report.elapsed_s = time.perf_counter() - started
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        name = f"run.{retriever}.trec" if unit == "chunk" else f"run.{retriever}.{unit}.trec"
+        run_file = write_trec_run(out / name, bench, runs, unit, k, tag=f"factory-{retriever}")
+        write_trec_qrels(out / f"qrels.{unit}.trec", bench, unit)
+        report.run_file = str(run_file)
+        _write_metrics(out / "metrics.json", report)
+    return report
+
+
+def _write_metrics(path: Path, report: EvalReport) -> None:
+    """metrics.json holds one entry per retriever and unit; other entries are kept."""
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            data = {}
+    data[f"{report.retriever}/{report.unit}"] = report.model_dump(mode="json")
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
