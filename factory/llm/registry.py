@@ -49,6 +49,11 @@ def make_llm(spec: str | None = None, settings: LLMSettings | None = None) -> LL
 def _fake(spec: LLMSpec, settings: LLMSettings) -> LLM:
     from factory.llm.fake import rule_fake
 
+    if spec.target == "factory":  # fake:factory answers the factory's own prompts (factory/llm/fake_factory.py)
+        from factory.llm.fake_factory import factory_fake
+
+        return factory_fake(delay_s=float_option(spec, "delay", 0.0), model=spec.model or "fake-factory")
+
     return rule_fake(delay_s=float_option(spec, "delay", 0.0), model=spec.model or spec.target or "fake-rules")
 
 
