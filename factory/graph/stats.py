@@ -1,0 +1,258 @@
+"""Entity and co-occurrence statistics, computed in DuckDB SQL as one generation.
+
+Inputs are the ``mentions`` of the current version of each chunk (a mention found
+in an older version of a chunk no longer counts) and the ``entity_aliases`` links.
+Outputs, all written as Parquet segments of one new *generation*:
+
+* ``chunk_entities``: which entity keys each chunk holds (after folding);
+* ``entities``: per entity its label, name, surface forms, mention count, chunk
+  and document frequency;
+* ``entity_pairs``: per pair of entities sharing a chunk, the chunk and document
+  co-occurrence counts and NPMI over chunks, stored in both orientations;
+* a ``stats_generations`` row, written last: the ``current_*`` views switch to the
+  new generation only once every segment of it is in place.
+
+Keys are folded before counting: an alias key goes to the canonical key it is
+linked to most often, and inside one document a one-word person key ("obama")
+goes to the one longer person key ending in it ("barack obama"), when there is
+exactly one. Everything happens in SQL with DuckDB spilling to the store's tmp
+folder, so a million chunks need no in-memory graph and no Python loop over pairs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from factory.store.schema import table_specs
+
+STATS_TABLES = ("chunk_entities", "entities", "entity_pairs")
+KEEP_GENERATIONS = 2
+MAX_ALIASES = 50
+
+# alias_key -> canonical key, by the most evidence chunks; a 2-cycle keeps the smaller key
+_ALIAS_MAP = """
+CREATE TEMP TABLE alias_votes AS
+    SELECT a.alias_key, a.entity_key, count(DISTINCT a.evidence_chunk_id) AS n
+    FROM entity_aliases a
+    JOIN chunks c ON c.chunk_id = a.evidence_chunk_id AND c.content_hash = a.content_hash
+    WHERE a.alias_key <> a.entity_key
+    GROUP BY ALL;
+CREATE TEMP TABLE alias_best AS
+    SELECT alias_key, first(entity_key ORDER BY n DESC, entity_key) AS entity_key
+    FROM alias_votes GROUP BY alias_key;
+CREATE TEMP TABLE alias_map AS
+    SELECT a.alias_key,
+           CASE WHEN b.entity_key IS NULL THEN a.entity_key
+                WHEN b.entity_key = a.alias_key THEN least(a.alias_key, a.entity_key)
+                ELSE b.entity_key END AS target
+    FROM alias_best a LEFT JOIN alias_best b ON b.alias_key = a.entity_key;
+DELETE FROM alias_map WHERE target = alias_key;
+"""
+
+_CURRENT_MENTIONS = """
+CREATE TEMP TABLE cur AS
+    SELECT m.chunk_id, c.doc_id, c.lang, m.text, m.label,
+           CASE WHEN m.label IN ('date', 'number') THEN m.entity_key
+                ELSE coalesce(am.target, m.entity_key) END AS key
+    FROM mentions m
+    JOIN chunks c ON c.chunk_id = m.chunk_id AND c.content_hash = m.content_hash
+    LEFT JOIN alias_map am ON am.alias_key = m.entity_key;
+CREATE TEMP TABLE person_fold AS
+    WITH p AS (SELECT DISTINCT doc_id, lang, key FROM cur WHERE label = 'person'),
+    cand AS (
+        SELECT s.doc_id, s.lang, s.key AS short_key, f.key AS full_key
+        FROM p s JOIN p f ON f.doc_id = s.doc_id AND f.lang = s.lang
+        WHERE NOT contains(s.key, ' ') AND ends_with(f.key, ' ' || s.key)
+    )
+    SELECT doc_id, lang, short_key, min(full_key) AS full_key
+    FROM cand GROUP BY ALL HAVING count(*) = 1;
+UPDATE cur SET key = pf.full_key FROM person_fold pf
+    WHERE cur.label = 'person' AND cur.doc_id = pf.doc_id AND cur.lang = pf.lang AND cur.key = pf.short_key;
+"""
+
+_ENTITIES = """
+CREATE TEMP TABLE ent AS
+    SELECT lang, key, count(*) AS mention_count, count(DISTINCT chunk_id) AS chunk_freq,
+           count(DISTINCT doc_id) AS doc_freq
+    FROM cur GROUP BY ALL;
+CREATE TEMP TABLE ent_label AS
+    SELECT lang, key, first(label ORDER BY n DESC, label) AS label
+    FROM (SELECT lang, key, label, count(*) AS n FROM cur GROUP BY ALL) GROUP BY ALL;
+CREATE TEMP TABLE ent_forms AS
+    WITH forms AS (
+        SELECT lang, key, text, count(*) AS n FROM cur GROUP BY ALL
+        UNION ALL
+        SELECT e.lang, am.target AS key, a.alias AS text, 0 AS n
+        FROM entity_aliases a JOIN alias_map am ON am.alias_key = a.alias_key
+        JOIN ent e ON e.key = am.target
+        UNION ALL
+        SELECT e.lang, a.entity_key AS key, a.alias AS text, 0 AS n
+        FROM entity_aliases a JOIN ent e ON e.key = a.entity_key
+    ),
+    merged AS (SELECT lang, key, text, max(n) AS n FROM forms GROUP BY ALL)
+    SELECT lang, key,
+           first(text ORDER BY n DESC, text) AS name,
+           list(text ORDER BY n DESC, text)[1:{max_aliases}] AS aliases
+    FROM merged GROUP BY ALL;
+CREATE TEMP TABLE chunk_n AS
+    SELECT c.lang, count(*)::DOUBLE AS n
+    FROM annotated_chunks a JOIN chunks c ON c.chunk_id = a.chunk_id AND c.content_hash = a.content_hash
+    GROUP BY ALL;
+CREATE TEMP TABLE ce AS
+    SELECT cur.lang, cur.key, cur.chunk_id, any_value(cur.doc_id) AS doc_id, count(*) AS n_mentions
+    FROM cur GROUP BY cur.lang, cur.key, cur.chunk_id;
+"""
+
+_PAIRS = """
+CREATE TEMP TABLE pairs AS
+    SELECT x.lang, x.key AS key_a, y.key AS key_b, count(*) AS chunk_count, count(DISTINCT x.doc_id) AS doc_count
+    FROM ce x JOIN ce y ON x.chunk_id = y.chunk_id AND x.lang = y.lang AND x.key < y.key
+    GROUP BY ALL;
+"""
+
+# NPMI over chunks: log(p(a,b) / (p(a) p(b))) / -log p(a,b), p = count / chunks of the language;
+# a pair present in every chunk has p(a,b) = 1 and NPMI 1 by the limit
+_NPMI = """
+    CASE WHEN p.chunk_count >= n.n THEN 1.0
+         ELSE ln(p.chunk_count::DOUBLE * n.n / (ea.chunk_freq::DOUBLE * eb.chunk_freq))
+              / -ln(p.chunk_count::DOUBLE / n.n) END
+"""
+
+
+def _new_generation() -> str:
+    now = datetime.now(timezone.utc)
+    return f"g{now:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}"
+
+
+def _copy(con, store, table: str, select_sql: str, generation: str, written_at: str, order: str = "") -> Path:
+    """COPY a query into a segment of ``table`` (columns cast to the table's schema)."""
+    spec = table_specs()[table]
+    casts = []
+    for name in spec.columns:
+        if name == "generation":
+            casts.append(f"'{generation}'::VARCHAR AS generation")
+        else:
+            casts.append(f'CAST(q."{name}" AS {_duck_type(con, table, name)}) AS "{name}"')
+    casts += [f"'stats-{generation}'::VARCHAR AS _writer", "0::BIGINT AS _seq", f"TIMESTAMP '{written_at}' AS _written_at"]
+    tmp = store.root / "tmp" / f"stats-{table}-{generation}.parquet"
+    target = str(tmp).replace("'", "''")
+    con.execute(
+        f"COPY (SELECT {', '.join(casts)} FROM ({select_sql}) q {order}) TO '{target}' "
+        "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)"
+    )
+    final = store.table_dir(table) / f"stats-{generation}.parquet"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, final)
+    return final
+
+
+def _duck_type(con, table: str, column: str) -> str:
+    row = con.execute(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+        [f"{table}__segments", column],
+    ).fetchone()
+    return row[0] if row else "VARCHAR"
+
+
+def compute_statistics(store, run_id: str) -> dict[str, Any]:
+    """Compute a new generation of entity statistics from the current mentions.
+
+    Returns a summary: generation, n_chunks, n_mentions, n_entities, n_pairs,
+    per-language figures and seconds.
+    """
+    started = time.perf_counter()
+    generation = _new_generation()
+    written_at = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+    spill = store.root / "tmp" / f"duckdb-spill-{generation}"
+    con = store.connect()
+    try:
+        con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
+        con.execute("SET preserve_insertion_order = false")
+        for block in (_ALIAS_MAP, _CURRENT_MENTIONS, _ENTITIES.format(max_aliases=MAX_ALIASES), _PAIRS):
+            for statement in (s.strip() for s in block.split(";")):
+                if statement:
+                    con.execute(statement)
+        _copy(con, store, "chunk_entities", """
+            SELECT ce.lang, ce.key AS entity_key, ce.chunk_id, ce.doc_id, l.label, ce.n_mentions
+            FROM ce JOIN ent_label l USING (lang, key)
+        """, generation, written_at, "ORDER BY q.lang, q.entity_key")
+        _copy(con, store, "entities", """
+            SELECT e.lang, e.key AS entity_key, l.label, f.name, f.aliases,
+                   e.mention_count, e.chunk_freq, e.doc_freq
+            FROM ent e JOIN ent_label l USING (lang, key) JOIN ent_forms f USING (lang, key)
+        """, generation, written_at, "ORDER BY q.lang, q.entity_key")
+        _copy(con, store, "entity_pairs", f"""
+            WITH scored AS (
+                SELECT p.lang, p.key_a, p.key_b, la.label AS label_a, lb.label AS label_b,
+                       p.chunk_count, p.doc_count, ea.chunk_freq AS chunk_freq_a, eb.chunk_freq AS chunk_freq_b,
+                       {_NPMI} AS npmi
+                FROM pairs p
+                JOIN chunk_n n ON n.lang = p.lang
+                JOIN ent ea ON ea.lang = p.lang AND ea.key = p.key_a
+                JOIN ent eb ON eb.lang = p.lang AND eb.key = p.key_b
+                JOIN ent_label la ON la.lang = p.lang AND la.key = p.key_a
+                JOIN ent_label lb ON lb.lang = p.lang AND lb.key = p.key_b
+            )
+            SELECT * FROM scored
+            UNION ALL
+            SELECT lang, key_b, key_a, label_b, label_a, chunk_count, doc_count, chunk_freq_b, chunk_freq_a, npmi
+            FROM scored
+        """, generation, written_at, "ORDER BY q.lang, q.key_a")
+        per_lang = {
+            lang: {"chunks": int(n_chunks), "entities": n_entities, "mentions": n_mentions, "pairs": n_pairs}
+            for lang, n_chunks, n_entities, n_mentions, n_pairs in con.execute("""
+                SELECT n.lang, n.n,
+                       (SELECT count(*) FROM ent e WHERE e.lang = n.lang),
+                       (SELECT count(*) FROM cur m WHERE m.lang = n.lang),
+                       (SELECT count(*) FROM pairs p WHERE p.lang = n.lang)
+                FROM chunk_n n ORDER BY n.lang
+            """).fetchall()
+        }
+    finally:
+        con.close()
+        _remove_tree(spill)
+    summary = {
+        "generation": generation,
+        "n_chunks": sum(v["chunks"] for v in per_lang.values()),
+        "n_mentions": sum(v["mentions"] for v in per_lang.values()),
+        "n_entities": sum(v["entities"] for v in per_lang.values()),
+        "n_pairs": sum(v["pairs"] for v in per_lang.values()),
+        "per_lang": per_lang,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    store.append("stats_generations", [{
+        "generation": generation, "n_chunks": summary["n_chunks"], "n_mentions": summary["n_mentions"],
+        "n_entities": summary["n_entities"], "n_pairs": summary["n_pairs"], "seconds": summary["seconds"],
+        "computed_at": datetime.fromisoformat(written_at), "run_id": run_id,
+    }], name="stats")
+    prune_generations(store)
+    return summary
+
+
+def prune_generations(store, keep: int = KEEP_GENERATIONS) -> int:
+    """Delete statistics segments of all but the newest ``keep`` generations; returns files removed."""
+    removed = 0
+    for table in STATS_TABLES:
+        files = sorted(store.table_dir(table).glob("stats-g*.parquet"))
+        for path in files[:-keep] if keep else files:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _remove_tree(path: Path) -> None:
+    if not path.exists():
+        return
+    for child in sorted(path.rglob("*"), reverse=True):
+        child.unlink() if child.is_file() else child.rmdir()
+    path.rmdir()
