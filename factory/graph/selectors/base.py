@@ -68,6 +68,7 @@ class SelectionIndex:
     _pools: dict[Any, list[int]] = field(default_factory=dict, repr=False)
     _chunk_label_sets: list[frozenset[str]] = field(default_factory=list, repr=False)
     _sets: dict[Any, frozenset[int]] = field(default_factory=dict, repr=False)
+    memo: dict[Any, dict[int, Any]] = field(default_factory=dict, repr=False)  # per-entity results selectors reuse
 
     def __post_init__(self) -> None:
         self._key_pos = {k: i for i, k in enumerate(self.ent_keys)}

@@ -1,9 +1,12 @@
 """Chain-shaped selectors: entity-chain traversal, reasoning over time, a calculation.
 
-All three walk e0 -c1- b1 -c2- b2 ... -ck- answer: consecutive chunks share a bridge
+All three yield e0 -c1- b1 -c2- b2 ... -ck- answer: consecutive chunks share a bridge
 entity, every chunk comes from a different document, bridges are neither hubs nor
-singletons (document-frequency bounds), and the named start entity never shares a
-chunk with the answer (otherwise one search would find both).
+singletons (document-frequency bounds), no chunk before the last mentions the answer,
+and the named start entity never shares a chunk with the answer (otherwise one search
+would find both). Chain and temporal walk backwards from a random answer of the cell's
+type (so rare types are found as easily as common ones); the calculation walks forward
+from a bridge, since its answer is computed rather than found.
 """
 
 from __future__ import annotations
@@ -69,15 +72,6 @@ def walk_chain(ix: SelectionIndex, rng: random.Random, params: SelectorParams, p
     return path, bridges
 
 
-def _answer_options(ix: SelectionIndex, path: list[int], bridges: list[int], labels: frozenset[str],
-                    params: SelectorParams) -> list[int]:
-    earlier = {e for c in path[:-1] for e in ix.chunk_ents[c]}
-    return [
-        e for e in ix.chunk_ents[path[-1]]
-        if ix.ent_label[e] in labels and e not in bridges and e not in earlier and ix.ent_df[e] <= params.answer_max_df
-    ]
-
-
 def _start(ix: SelectionIndex, rng: random.Random, path: list[int], bridges: list[int],
            avoid_with: list[int]) -> int | None:
     """A named entity of the first chunk that shares no chunk with any of ``avoid_with``."""
@@ -88,15 +82,6 @@ def _start(ix: SelectionIndex, rng: random.Random, path: list[int], bridges: lis
         and blocked.isdisjoint(ix.ent_chunks[e])
     ]
     return rng.choice(options) if options else None
-
-
-def _oriented(ix: SelectionIndex, path: list[int], bridges: list[int], pick: Callable[[list[int], list[int]], list[int]]):
-    """Try the path as walked and reversed; return (path, bridges, options) with answers at the end."""
-    for p, b in ((path, bridges), (path[::-1], bridges[::-1])):
-        options = pick(p, b)
-        if options:
-            return p, b, options
-    return None
 
 
 def _roles(n: int) -> list[str]:
@@ -116,27 +101,64 @@ def select_temporal(ix: SelectionIndex, cell: Cell, labels: frozenset[str], para
                        need=lambda c: ix.has_label(c, dated), mechanic="temporal")
 
 
+def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorParams) -> list[int]:
+    return ix.pool(("answer", labels, params.answer_max_df),
+                   lambda: [e for e, lab in enumerate(ix.ent_label) if lab in labels and ix.ent_df[e] <= params.answer_max_df])
+
+
+def walk_back(ix: SelectionIndex, rng: random.Random, params: SelectorParams, answer: int, need: Need | None,
+              fail: Failures) -> tuple[list[int], list[int]] | None:
+    """Answer first: a chunk holding the answer, then bridges backwards, each to a chunk in a
+    new document that does not mention the answer (so no earlier hop gives it away)."""
+    allowed = ix.bridge_set(params)
+    ok_last = [c for c in ix.ent_chunks[answer] if need is None or need(c)]
+    if not ok_last:
+        fail.add("answer has no qualifying chunk")
+        return None
+    path = [rng.choice(ok_last)]
+    bridges: list[int] = []
+    docs = {ix.chunk_doc[path[0]]}
+
+    def earlier_ok(c: int) -> bool:
+        return answer not in ix.chunk_ents[c] and (need is None or need(c))
+
+    while len(path) < params.hops:
+        options = [e for e in ix.chunk_ents[path[0]] if e in allowed and e != answer and e not in bridges]
+        rng.shuffle(options)
+        for e in options:
+            prev = chunks_in_new_docs(ix, ix.ent_chunks[e], docs, rng, earlier_ok)
+            if prev:
+                path.insert(0, prev[0])
+                bridges.insert(0, e)
+                docs.add(ix.chunk_doc[prev[0]])
+                break
+        else:
+            fail.add("no bridge (2..max documents) leads from the answer's chunk to a chunk without the answer"
+                     if not bridges else f"chain could not be extended to {params.hops} chunks")
+            return None
+    return path, bridges
+
+
 def _chain_like(ix: SelectionIndex, cell: Cell, labels: frozenset[str], params: SelectorParams,
                 rng: random.Random, avoid: set[frozenset[str]], *, need_name: str, need: Need | None,
                 mechanic: str) -> Subgraph:
-    pool = _bridge_pool(ix, params, need_name, need)
+    pool = answer_pool(ix, labels, params)
     if not pool:
+        raise NoSubgraph(f"{cell.key}: no {cell.answer_type} entity in this corpus (labels {sorted(labels)}, "
+                         f"at most {params.answer_max_df} documents)", structural=True)
+    if not _bridge_pool(ix, params, need_name, need):
         raise NoSubgraph(
-            f"{cell.key}: no bridge entity occurs in 2..{params.bridge_max_df} documents"
+            f"{cell.key}: no bridge entity occurs in {params.bridge_min_df}..{params.bridge_max_df} documents"
             + (" in chunks with dates" if need_name == "date" else ""),
             structural=True,
         )
     fail = Failures()
     for tries in range(1, params.max_tries + 1):
-        walked = walk_chain(ix, rng, params, pool, need, fail)
+        answer = rng.choice(pool)
+        walked = walk_back(ix, rng, params, answer, need, fail)
         if walked is None:
             continue
-        found = _oriented(ix, *walked, lambda p, b: _answer_options(ix, p, b, labels, params))
-        if found is None:
-            fail.add(f"no {cell.answer_type} at either end that earlier chunks do not mention")
-            continue
-        path, bridges, options = found
-        answer = rng.choice(options)
+        path, bridges = walked
         start = _start(ix, rng, path, bridges, [answer])
         if start is None:
             fail.add("no named start entity that never shares a chunk with the answer")

@@ -21,22 +21,36 @@ from factory.graph.selectors.base import (
 from factory.records import Cell, Subgraph
 
 
+def _members(ix: SelectionIndex, group: int, labels: frozenset[str], max_df: int) -> dict[int, list[int]]:
+    """Entities of the answer's type sharing a chunk with the group -> those chunks (memoised)."""
+    memo = ix.memo.setdefault(("members", labels, max_df), {})
+    found = memo.get(group)
+    if found is None:
+        found = {}
+        for c in ix.ent_chunks[group]:
+            for e in ix.chunk_ents[c]:
+                if e != group and ix.ent_label[e] in labels and ix.ent_df[e] <= max_df:
+                    found.setdefault(e, []).append(c)
+        memo[group] = found
+    return found
+
+
 def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], params: SelectorParams,
                       rng: random.Random, avoid: set[frozenset[str]]) -> Subgraph:
     n = params.candidates
     groups = ix.bridge_pool(params)
     if not groups:
         raise NoSubgraph(f"{cell.key}: no group entity occurs in 2..{params.bridge_max_df} documents", structural=True)
+    of_type = ix.pool(("answer", labels, params.answer_max_df),
+                      lambda: [e for e, lab in enumerate(ix.ent_label) if lab in labels and ix.ent_df[e] <= params.answer_max_df])
+    if len(of_type) < n:
+        raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities in this corpus", structural=True)
     fail = Failures()
     for tries in range(1, params.max_tries + 1):
         group = rng.choice(groups)
         kind = rng.choice(("date", "number"))
         value = frozenset({kind})
-        members: dict[int, list[int]] = {}
-        for c in ix.ent_chunks[group]:
-            for e in ix.chunk_ents[c]:
-                if e != group and ix.ent_label[e] in labels and ix.ent_df[e] <= params.answer_max_df:
-                    members.setdefault(e, []).append(c)
+        members = _members(ix, group, labels, params.answer_max_df)
         if len(members) < n:
             fail.add(f"group has fewer than {n} {cell.answer_type} members")
             continue

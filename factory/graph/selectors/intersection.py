@@ -23,11 +23,20 @@ from factory.records import Cell, Subgraph
 
 def _ambiguous(ix: SelectionIndex, constraint: int, answer: int, labels: frozenset[str]) -> bool:
     """Does another entity of the answer's type share a chunk with the constraint?"""
-    for c in ix.ent_chunks[constraint]:
-        for e in ix.chunk_ents[c]:
-            if e != answer and e != constraint and ix.ent_label[e] in labels:
-                return True
-    return False
+    memo = ix.memo.setdefault(("typed-neighbours", labels), {})
+    found = memo.get(constraint)
+    if found is None:  # two such neighbours are enough to answer for any answer
+        found = []
+        for c in ix.ent_chunks[constraint]:
+            for e in ix.chunk_ents[c]:
+                if e != constraint and ix.ent_label[e] in labels and e not in found:
+                    found.append(e)
+                    if len(found) == 2:
+                        break
+            if len(found) == 2:
+                break
+        memo[constraint] = found
+    return any(e != answer for e in found)
 
 
 def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], params: SelectorParams,
@@ -40,6 +49,10 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
     if not pool:
         raise NoSubgraph(f"{cell.key}: no {cell.answer_type} entity occurs in {k}..{params.answer_max_df} documents",
                          structural=True)
+    if len(ix.pool(("answer", labels, params.answer_max_df), lambda: [
+            e for e, lab in enumerate(ix.ent_label) if lab in labels and ix.ent_df[e] <= params.answer_max_df])) < 2:
+        raise NoSubgraph(f"{cell.key}: a constraint can only be ambiguous with two {cell.answer_type} entities; "
+                         "the corpus has fewer", structural=True)
     fail = Failures()
     for tries in range(1, params.max_tries + 1):
         answer = rng.choice(pool)
@@ -60,7 +73,7 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
             if len(picked) == k:
                 break
         if len(picked) < k:
-            fail.add(f"answer lacks {k} documents each with a constraint that alone fits other {cell.answer_type}s")
+            fail.add(f"answer lacks {k} documents each with a constraint that alone also fits another {cell.answer_type}")
             continue
         together = [c for c in ix.ent_chunks[answer] if sum(x in ix.chunk_ents[c] for x in constraints) >= 2]
         if together:
