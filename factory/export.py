@@ -253,7 +253,15 @@ def _run_figures(store: Store, run_id: str) -> dict[str, Any]:
         [run_id],
     )
     started = sum(status.values())
+    notes = []
+    for row in store.query(
+        "SELECT validator, count(*) AS n, mode(coalesce(nullif(feedback, ''), reason)) AS why FROM verdicts "
+        "WHERE run_id = ? GROUP BY validator HAVING bool_and(skipped) ORDER BY validator", [run_id]
+    ):
+        notes.append(f"{row['validator']} did not run on any of {row['n']} drafts ({row['why']}); "
+                     "a skipped validator never counts as passed")
     return {
+        "notes": notes,
         "funnel": funnel,
         "candidates": {
             "started": started,
@@ -343,9 +351,8 @@ def export_benchmark(
         mechanics=mechanics,
         answer_types=answer_types,
         examples_per_mechanic=settings.build.examples_per_mechanic,
-        notes=notes or [],
         files=files,
-        **figures,
+        **{**figures, "notes": [*(notes or []), *figures["notes"]]},
     )
     written = write_card(card, out)
     all_files = sorted({*files, *(p.relative_to(out).as_posix() for p in written)})

@@ -59,6 +59,9 @@ def _populate(store, lang: str = "en") -> list[dict]:
              "ok": True, "hard": True, "skipped": False, "reason": "", "feedback": "", "figures": {}, "elapsed_s": 0.01}
             for s, v in enumerate(["schema", "leakage"])
         ]
+        verdicts.append({"draft_id": f"{cid}/1", "candidate_id": cid, "run_id": RUN, "attempt": 1, "step": 6,
+                         "validator": "agent_run", "ok": False, "hard": False, "skipped": True, "reason": "off",
+                         "feedback": "validation.agent_run is off", "figures": {}, "elapsed_s": 0.0})
     rejected = f"{RUN}/c00003"
     candidates.append({"candidate_id": rejected, "run_id": RUN, "idx": 3, "status": "rejected",
                        "cell": cells[0], "stage": "gauntlet", "validator": "leakage", "reason": "answer_leaked"})
@@ -170,6 +173,7 @@ def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:
     assert "accepted tasks | 3 (target 5)" in card
     assert "acceptance rate | 75.0%" in card  # 3 accepted of 4 finished candidates
     assert "leakage" in card and "agent.max_rounds" in card and "may not change them" in card
+    assert "agent\\_run did not run on any of 3 drafts (validation.agent\\_run is off)" in card
     html = (out / "card.html").read_text()
     assert "<b>described</b>" not in html and "&lt;b&gt;described&lt;/b&gt;" in html
     assert 'src="plots/funnel.png"' in html
