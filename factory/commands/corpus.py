@@ -78,9 +78,11 @@ def ingest_command(
     rows += [
         ("words", summary.words),
         ("entities", "annotated" if summary.entities else ("nothing new" if not no_entities else "off")),
+        ("read + chunk + dedup + store", f"{summary.corpus_s:.1f} s"),
+        ("  documents / s", f"{summary.docs_per_s:,.0f}"),
+        ("  words / s", f"{summary.words_per_s:,.0f}"),
+        ("NER + entity statistics", f"{summary.entities_s:.1f} s"),
         ("elapsed", f"{summary.elapsed_s:.1f} s"),
-        ("documents / s", f"{summary.docs_per_s:,.0f}"),
-        ("words / s", f"{summary.words_per_s:,.0f}"),
     ]
     for label, value in rows:
         table.add_row(label, f"{value:,}" if isinstance(value, int) else str(value))

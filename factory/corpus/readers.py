@@ -40,7 +40,9 @@ class ReadProblem(Record):
     source: str
     line: int = 0
     doc_id: str | None = None
-    kind: str  # malformed_json | missing_id | missing_text | empty_text | bad_encoding | duplicate_id | too_long | empty_file | unsupported
+    # malformed_json | missing_id | missing_text | empty_text | bad_encoding | duplicate_id | too_long
+    # | empty_file | malformed_parquet | unreadable
+    kind: str
     message: str
 
     def __str__(self) -> str:
@@ -101,7 +103,10 @@ class CorpusReader:
             self._problem(str(file), 0, None, "empty_file", "empty file: no documents")
             return
         if kind == "jsonl":
-            yield from self._read_jsonl(file)
+            try:
+                yield from self._read_jsonl(file)
+            except (OSError, EOFError) as exc:  # a truncated or damaged .gz, an unreadable file
+                self._problem(str(file), 0, None, "unreadable", f"cannot read the file: {exc}")
         elif kind == "parquet":
             yield from self._read_parquet(file)
         elif kind == "json":

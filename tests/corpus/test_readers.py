@@ -197,3 +197,12 @@ def test_wikipedia_style_json(tmp_path):
     (tmp_path / "broken.json").write_text('{"a": ', encoding="utf-8")
     docs, reader = _read(tmp_path / "broken.json")
     assert docs == [] and reader.problems[0].kind == "malformed_json"
+
+
+def test_damaged_gzip_keeps_what_was_read(tmp_path):
+    data = gzip.compress(b"".join(json.dumps(d).encode() + b"\n" for d in (GOOD_A, GOOD_B)))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) - 12])  # the end of the stream is missing
+    docs, reader = _read(path)
+    assert reader.problems[0].kind == "unreadable" and str(path) in str(reader.problems[0])
+    assert [d.id for d in docs] in ([], ["doc_a_1"], ["doc_a_1", "doc_b_2"])
