@@ -157,6 +157,7 @@ def test_export_reads_as_beir_and_datasets(store, tmp_path: Path) -> None:
     licence = (out / "LICENSE").read_text()
     assert "CC BY-SA 4.0 (fixture)" in licence and "corpus_notices/ATTRIBUTION.md" in licence
     assert (out / "corpus_notices" / "ATTRIBUTION.md").exists()
+    assert "> Written for the tests." in (out / "card.md").read_text()
 
 
 def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:

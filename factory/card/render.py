@@ -201,7 +201,8 @@ def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) 
         "",
     ]
     if data.corpus_attribution:
-        lines += [f"Attribution: {_esc(data.corpus_attribution)}", ""]
+        quoted = [f"> {_esc(line)}" if line.strip() else ">" for line in data.corpus_attribution.splitlines()]
+        lines += ["Attribution:", "", *quoted, ""]
     lines += [
         "## Files",
         "",
