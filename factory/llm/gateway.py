@@ -80,6 +80,7 @@ class Gateway:
         repair: bool = True,
         recheck_store_on_miss: bool = False,
         writer_name: str = "llm",
+        compact_over: int = 256,
     ) -> None:
         self.backend = backend
         self.store = store
@@ -95,6 +96,10 @@ class Gateway:
         self._cache: dict[str, str] = {}
         self._writer = store.writer(writer_name) if store is not None else None
         if store is not None:
+            # one segment per call adds up; merging them first keeps the start (and every
+            # reader of llm_calls) fast. Safe while others write: see Store.compact.
+            if len(store.segments("llm_calls")) > compact_over:
+                store.compact("llm_calls")
             self._load_cache()
 
     # the LLM protocol

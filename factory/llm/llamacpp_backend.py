@@ -21,12 +21,12 @@ concurrency above 1 only queues here.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import threading
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,17 @@ class EmbeddedModel:
     note: str
 
     def path(self) -> Path:
-        try:
-            return Path(str(resources.files(self.package) / self.filename))
-        except ModuleNotFoundError as exc:
+        # find the package's folder without importing it (its __init__ pulls in other tools)
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
             raise LlamaCppError(
                 f"the embedded model {self.name!r} comes from the package {self.package!r}, which is not installed "
                 "(pip install '.[llamacpp]')"
-            ) from exc
+            )
+        path = Path(list(spec.submodule_search_locations)[0]) / self.filename
+        if not path.is_file():
+            raise LlamaCppError(f"{path}: the package {self.package!r} lacks its model file")
+        return path
 
 
 SMOLLM2 = EmbeddedModel(

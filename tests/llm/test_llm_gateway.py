@@ -184,3 +184,15 @@ def test_recheck_store_finds_answers_written_by_another_process(store) -> None:
     Gateway(FakeLLM(default=GOOD), store).complete(ask("q"))  # another writer, after `late` loaded
     response = late.complete(ask("q"))
     assert response.cached and response.parsed == GOOD
+
+
+def test_many_call_segments_are_merged_at_start_and_still_served(store) -> None:
+    first = Gateway(FakeLLM(default=GOOD), store)
+    for i in range(4):
+        first.complete(ask(f"q{i}"))
+    assert len(store.segments("llm_calls")) == 4
+    fake = FakeLLM(default={"answer": "new", "confidence": 0.0})
+    second = Gateway(fake, store, compact_over=3)
+    assert len(store.segments("llm_calls")) == 1
+    assert all(second.complete(ask(f"q{i}")).cached for i in range(4)) and fake.calls == 0
+    assert store.scalar("SELECT count(*) FROM llm_calls") == 4
