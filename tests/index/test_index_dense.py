@@ -26,7 +26,6 @@ def test_hashing_encoder_is_normalised_and_lexical():
 
 
 def test_unknown_local_model_is_a_clear_error():
-    pytest.importorskip("sentence_transformers")
     with pytest.raises(SearchIndexError, match="neither a local folder nor in the local Hugging Face cache"):
         load_encoder("no-such-org/no-such-model")
 
