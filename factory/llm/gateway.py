@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
-from factory.llm.base import guarded
+from factory.llm.base import describe_error, guarded
 from factory.llm.structured import check_output, merge_repair, repair_request
 from factory.llm.types import LLM, LLMRequest, LLMResponse
 
@@ -209,10 +209,10 @@ class Gateway:
         started = datetime.now(timezone.utc).replace(tzinfo=None)
         with self._slots:
             t0 = time.perf_counter()
-            response = check_output(request, self._ask(request))
+            response = self._checked(request, self._ask(request))
             attempts, repaired = 1, False
             if self.repair and response.error is None and response.parse_error is not None:
-                second = check_output(request, self._ask(repair_request(request, response)))
+                second = self._checked(request, self._ask(repair_request(request, response)))
                 attempts, repaired = 2, second.ok
                 response = merge_repair(response, second)
             wall = time.perf_counter() - t0
@@ -226,6 +226,14 @@ class Gateway:
             self.stats.total.add(response, repaired=repaired)
             self.stats.by_stage[stage].add(response, repaired=repaired)
         return response
+
+    @staticmethod
+    def _checked(request: LLMRequest, response: LLMResponse) -> LLMResponse:
+        try:
+            return check_output(request, response)
+        except Exception as exc:  # noqa: BLE001 - a checker bug must not kill a run either
+            response.error = f"checking the answer failed: {describe_error(exc)}"
+            return response
 
     def _ask(self, request: LLMRequest) -> LLMResponse:
         return guarded(self.backend.name, self.backend.model, self.backend.complete, request)

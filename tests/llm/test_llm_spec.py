@@ -127,3 +127,19 @@ def test_settings_feed_the_backend() -> None:
     backend = make_llm("openai:http://127.0.0.1:1/v1#m?context=1234", LLMSettings(max_retries=0))
     assert backend.context_tokens == 1234
     assert backend.structured == "json_schema"
+
+
+def test_llamacpp_flattens_tool_turns_for_small_chat_templates() -> None:
+    from factory.llm.llamacpp_backend import _plain_message
+
+    call = Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="search_corpus", arguments='{"q": 1}')])
+    assert _plain_message(call) == {"role": "assistant", "content": '[{"tool": "search_corpus", "arguments": "{\\"q\\": 1}"}]'}
+    result = Message(role="tool", content="3 results", tool_call_id="c1", name="search_corpus")
+    assert _plain_message(result) == {"role": "user", "content": "Tool result search_corpus:\n3 results"}
+
+
+def test_unknown_embedded_name_is_a_clear_error() -> None:
+    from factory.llm.llamacpp_backend import LlamaCppError
+
+    with pytest.raises(LlamaCppError, match="neither an embedded model"):
+        make_llm("llamacpp:qwen-7b")
