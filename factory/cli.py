@@ -53,7 +53,7 @@ def main() -> None:
     try:
         app()
     except FactoryError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)  # one line, however long
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -52,5 +52,5 @@ def test_console_script_prints_one_line_and_exits_1(tmp_path):
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 1
-    assert "missing.jsonl: no such file or folder" in result.stderr.replace("\n", "")
+    assert result.stderr.count("\n") == 1 and "missing.jsonl: no such file or folder" in result.stderr
     assert "Traceback" not in result.stderr
