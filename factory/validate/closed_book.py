@@ -1,0 +1,45 @@
+"""Closed-book: an LLM without any evidence must not reach the answer.
+
+Several samples (distinct ``sample_index``, so the gateway caches each); a sample that
+did not parse is matched on its raw text, so a model that cannot write JSON does not
+pass this check for free.
+"""
+
+from __future__ import annotations
+
+from factory.llm.types import LLMRequest, Sampling
+from factory.records import Draft, Verdict
+from factory.validate.base import ValidationContext, verdict
+from factory.validate.llm_checks import ClosedBookAnswer, field_of, judge_answers, render
+
+
+class ClosedBookValidator:
+    name = "closed_book"
+
+    def check(self, draft: Draft, ctx: ValidationContext) -> Verdict:
+        s = ctx.settings
+        prompt = render("closed_book", draft.lang, question=draft.question)
+        requests = [
+            LLMRequest.chat(
+                None, prompt, output=ClosedBookAnswer,
+                sampling=Sampling(temperature=s.closed_book_temperature, max_tokens=64), sample_index=i,
+            )
+            for i in range(s.closed_book_samples)
+        ]
+        responses = ctx.ask(requests, stage=self.name)
+        errors = [r.error for r in responses if r.error]
+        answers = [str(field_of(r, ClosedBookAnswer, "answer") or "") for r in responses if not r.error]
+        if not answers:
+            return verdict(self.name, False, "llm_error", "", errors=errors)
+        judged = judge_answers(answers, draft, ctx, self.name)
+        hits = [j for j in judged if j.match]
+        figures = {"samples": len(answers), "hits": len(hits), "answers": answers,
+                   "matches": [j.match for j in judged], "errors": errors}
+        if len(hits) <= s.closed_book_max_hits:
+            return verdict(self.name, True, **figures)
+        feedback = (
+            f"A model with no documents answered \"{hits[0].answer}\" in {len(hits)} of {len(answers)} tries: "
+            "the question is answerable from general knowledge. Ask about a less known fact that only the "
+            "chunks state, or route the question through an entity whose link to the answer only the chunks give."
+        )
+        return verdict(self.name, False, "closed_book_solved", feedback, **figures)

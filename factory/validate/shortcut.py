@@ -1,0 +1,82 @@
+"""Broad-query shortcut: the whole question as one query must not already find the evidence.
+
+Each configured searcher (BM25, dense, hybrid) gets the question verbatim. The draft
+fails when, for any of them, the answer chunk is in the top k, or at least the
+configured share of the support set is. The feedback names the chunks surfaced and
+the question words they share with them: the words to replace by an indirect
+description.
+"""
+
+from __future__ import annotations
+
+import math
+
+from factory.records import Draft, Verdict
+from factory.validate.base import ValidationContext, skipped, verdict
+from factory.validate.text import content, tokenize
+
+
+class ShortcutValidator:
+    name = "shortcut"
+
+    def check(self, draft: Draft, ctx: ValidationContext) -> Verdict:
+        s = ctx.settings
+        searchers = {name: ctx.searchers[name] for name in s.shortcut_searchers if name in ctx.searchers}
+        missing = [name for name in s.shortcut_searchers if name not in ctx.searchers]
+        if not searchers:
+            return skipped(self.name, "no_searcher", f"no searcher among {s.shortcut_searchers} is available")
+        support = list(dict.fromkeys(draft.support_chunk_ids))
+        need = max(1, math.ceil(s.shortcut_support_share * len(support) - 1e-9))  # "at least half" of 3 is 2
+        per_searcher: dict[str, dict] = {}
+        failures: list[tuple[str, list[str], bool]] = []
+        for name, searcher in searchers.items():
+            hits = searcher.search(draft.question, s.shortcut_k)
+            top = [h.chunk_id for h in hits[: s.shortcut_k]]
+            found = [c for c in support if c in top]
+            answer_hit = draft.answer_chunk_id in top if draft.answer_chunk_id else False
+            per_searcher[name] = {
+                "support_in_top": len(found),
+                "answer_rank": top.index(draft.answer_chunk_id) + 1 if answer_hit else None,
+                "ranks": {c: top.index(c) + 1 for c in found},
+            }
+            if answer_hit or len(found) >= need:
+                failures.append((name, found, answer_hit))
+        figures = {"k": s.shortcut_k, "support": len(support), "need": need, "searchers": per_searcher}
+        if missing:
+            figures["missing_searchers"] = missing
+        if not failures:
+            return verdict(self.name, True, **figures)
+        surfaced = list(dict.fromkeys(c for _, found, _ in failures for c in found))
+        terms = self._shared_terms(draft, surfaced, ctx)
+        titles = ctx.chunks.titles(surfaced)
+        chunk_list = ", ".join(f"{c} ({titles[c]})" if titles.get(c) else c for c in surfaced)
+        which = "; ".join(
+            f"{name} ranks {len(found)} of {len(support)} support chunks"
+            + (" including the answer chunk" if answer_hit else "")
+            + f" in its top {s.shortcut_k}"
+            for name, found, answer_hit in failures
+        )
+        words = ", ".join(f'"{w}"' for w in terms) or "(no shared words: the meaning alone finds them)"
+        feedback = (
+            f"Searching the question as it stands already finds the evidence ({which}): {chunk_list}. "
+            f"The words that lead there: {words}. Replace them with indirect descriptions that only "
+            "following the chain of chunks resolves."
+        )
+        figures["surfaced"] = surfaced
+        figures["terms"] = terms
+        reason = "answer_chunk_in_top_k" if any(hit for _, _, hit in failures) else "support_in_top_k"
+        return verdict(self.name, False, reason, feedback, **figures)
+
+    @staticmethod
+    def _shared_terms(draft: Draft, chunk_ids: list[str], ctx: ValidationContext, limit: int = 8) -> list[str]:
+        """Question words (as written) whose stem or lemma occurs in a surfaced chunk."""
+        texts = ctx.chunks.texts(chunk_ids)
+        keys: set[str] = set()
+        for text in texts.values():
+            for token in tokenize(text, draft.lang):
+                keys.update((token.stem, token.lemma))
+        out: list[str] = []
+        for token in content(tokenize(draft.question, draft.lang)):
+            if (token.stem in keys or token.lemma in keys) and token.surface not in out:
+                out.append(token.surface)
+        return out[:limit]
