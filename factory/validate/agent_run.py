@@ -45,4 +45,4 @@ def _report_figures(report: object) -> dict:
         data = dict(vars(report))
     else:
         data = {}
-    return {k: v for k, v in data.items() if k not in {"trace", "traces", "transcripts"}}
+    return {k: v for k, v in data.items() if k not in {"trace", "traces", "transcripts", "feedback", "ok", "reason"}}

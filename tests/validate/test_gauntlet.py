@@ -1,0 +1,132 @@
+"""Gauntlet order and stopping, the shortcut rule over several searchers, schema details."""
+
+from __future__ import annotations
+
+import pytest
+
+from factory.records import Hit, Verdict
+from factory.settings import ValidateSettings
+from factory.validate.gauntlet import UnknownValidator, build_validators, run_gauntlet
+from factory.validate.schema import SchemaValidator
+from factory.validate.shortcut import ShortcutValidator
+
+from conftest import make_context
+from planted_drafts import chunk_texts, clean_cases
+
+
+class ListSearcher:
+    """Returns a fixed ranking (stands for one of the index's searchers)."""
+
+    def __init__(self, name, ranking):
+        self.name, self.ranking = name, ranking
+        self.queries = []
+
+    def search(self, query, k=10):
+        self.queries.append(query)
+        return [Hit(chunk_id=c, score=1.0 / (i + 1), rank=i + 1) for i, c in enumerate(self.ranking[:k])]
+
+    def search_many(self, queries, k=10):
+        return [self.search(q, k) for q in queries]
+
+
+class Recorder:
+    def __init__(self, name, ok=True, skipped=False, boom=False):
+        self.name, self.ok, self.skip, self.boom = name, ok, skipped, boom
+        self.seen = 0
+
+    def check(self, draft, ctx):
+        self.seen += 1
+        if self.boom:
+            raise RuntimeError("bug")
+        return Verdict(ok=self.ok, validator=self.name, skipped=self.skip, hard=not self.skip)
+
+
+def _ctx(**kw):
+    return make_context(chunk_texts("en"), **kw)
+
+
+def test_gauntlet_stops_at_first_failure_but_not_at_skips():
+    draft = clean_cases("en", 1)[0].draft
+    a, s, b, c = Recorder("a"), Recorder("s", ok=False, skipped=True), Recorder("b", ok=False), Recorder("c")
+    result = run_gauntlet(draft, _ctx(), [a, s, b, c])
+    assert [v.validator for v in result.verdicts] == ["a", "s", "b"]
+    assert c.seen == 0 and not result.passed and result.failure.validator == "b"
+    assert result.skipped_names == ["s"] and result.passed_names == ["a"]
+
+
+def test_gauntlet_turns_a_crash_into_a_verdict():
+    draft = clean_cases("en", 1)[0].draft
+    result = run_gauntlet(draft, _ctx(), [Recorder("x", boom=True)])
+    assert result.failure.reason == "validator_error" and "bug" in result.failure.figures["error"]
+    assert result.failure.elapsed_s >= 0
+
+
+def test_build_validators_in_settings_order_and_unknown_names():
+    names = [v.name for v in build_validators(ValidateSettings().order)]
+    assert names == ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"]
+    with pytest.raises(UnknownValidator):
+        build_validators(["schema", "vibes"])
+
+
+def test_shortcut_rule_any_searcher_answer_chunk_or_half_support():
+    draft = clean_cases("en", 1)[0].draft  # support [A, B], answer chunk B
+    a, b = draft.support_chunk_ids
+    filler = [f"x{i}" for i in range(20)]
+    quiet = ListSearcher("bm25", filler)
+    ok = ShortcutValidator().check(draft, _ctx(searchers={"bm25": quiet, "dense": quiet, "hybrid": quiet}))
+    assert ok.ok and quiet.queries == [draft.question] * 3  # the whole question, verbatim, to each
+
+    answer_late = ListSearcher("dense", filler[:9] + [b])  # answer chunk at rank 10: inside top 10
+    verdict = ShortcutValidator().check(draft, _ctx(searchers={"bm25": quiet, "dense": answer_late}))
+    assert not verdict.ok and verdict.reason == "answer_chunk_in_top_k"
+    assert verdict.figures["searchers"]["dense"]["answer_rank"] == 10 and "dense" in verdict.feedback
+
+    beyond = ListSearcher("dense", filler[:10] + [b])  # rank 11: outside
+    assert ShortcutValidator().check(draft, _ctx(searchers={"dense": beyond})).ok
+
+    half = ListSearcher("hybrid", [a] + filler)  # 1 of 2 support chunks = half
+    verdict = ShortcutValidator().check(draft, _ctx(searchers={"hybrid": half}))
+    assert not verdict.ok and verdict.reason == "support_in_top_k"
+
+    strict = _ctx(searchers={"hybrid": half}, settings=ValidateSettings(shortcut_support_share=0.75))
+    assert ShortcutValidator().check(draft, strict).ok  # 1 of 2 < 75%
+    small_k = _ctx(searchers={"dense": answer_late}, settings=ValidateSettings(shortcut_k=5))
+    assert ShortcutValidator().check(draft, small_k).ok
+
+
+def test_shortcut_without_searchers_is_skipped_not_passed():
+    draft = clean_cases("en", 1)[0].draft
+    verdict = ShortcutValidator().check(draft, _ctx())
+    assert verdict.skipped and not verdict.ok
+
+
+def test_shortcut_reports_missing_searchers():
+    draft = clean_cases("en", 1)[0].draft
+    verdict = ShortcutValidator().check(draft, _ctx(searchers={"bm25": ListSearcher("bm25", [])}))
+    assert verdict.ok and verdict.figures["missing_searchers"] == ["dense", "hybrid"]
+
+
+@pytest.mark.parametrize(
+    "answer, answer_type, ok",
+    [
+        ("Vellmoor", "place", True),
+        ("J. R. R. Tolkien", "person", True),
+        ("St. Petersburg", "place", True),
+        ("Love Is a Stranger", "work", True),
+        ("He was the founder of it", "person", False),
+        ("Edmund Carrow. He founded the works in 1834.", "person", False),
+        ("one two three four five six seven eight nine", "other", False),
+    ],
+)
+def test_schema_answer_shape(answer, answer_type, ok):
+    draft = clean_cases("en", 1)[0].draft
+    draft = draft.model_copy(update={"answer": answer, "cell": draft.cell.model_copy(update={"answer_type": answer_type})})
+    assert SchemaValidator().check(draft, _ctx()).ok is ok
+
+
+def test_schema_single_hop_mechanics_may_have_one_chunk():
+    draft = clean_cases("en", 1)[0].draft
+    single = draft.model_copy(update={"support_chunk_ids": [draft.answer_chunk_id]})
+    assert SchemaValidator().check(single, _ctx()).reason == "not_multi_hop"
+    relaxed = _ctx(settings=ValidateSettings(single_hop_mechanics=["chain"]))
+    assert SchemaValidator().check(single, relaxed).ok
