@@ -59,6 +59,9 @@ WORLD_EN = [
      "Harbour Trust has run its ferries since 1903.",
      [("Lake Tessaly", "location"), ("England", "location"), ("88 square kilometres", "number"),
       ("River Ashkel", "location"), ("Orrin Brook", "location"), ("Harbour Trust", "organization"), ("1903", "date")]),
+    ("vantongeren", "Ilse Vantongeren",
+     "Ilse Vantongeren (1840-1911) was a Flemish cartographer who charted rivers for 30 years.",
+     [("Ilse Vantongeren", "person"), ("1840", "date"), ("1911", "date"), ("30 years", "number")]),
     ("brisk", "Ada Brisk",
      "Ada Brisk (born 1948) is a poet from Vellmoor. She won the Corrin Prize in 1989 and wrote The Glass Ferry.",
      [("Ada Brisk", "person"), ("1948", "date"), ("Vellmoor", "location"), ("Corrin Prize", "other"),
@@ -251,6 +254,9 @@ def test_comparison_candidates(world):
     labels = {(r["chunk_id"], r["label"]) for r in world.query("SELECT chunk_id, label FROM mentions")}
     candidate_chunks = [c for c, role in sub.roles.items() if role == "candidate"]
     assert len(candidate_chunks) == n and all((c, kind) in labels for c in candidate_chunks)
+    # every title here is an entity, so each value comes from the candidate's own article
+    ix = SelectionIndex.load(world, "en")
+    assert sorted(ix.ent_keys[ix.about(ix.chunk_ids.index(c))] for c in candidate_chunks) == sorted(sub.bridge_entities)
     assert len({doc_of(c) for c in sub.chunk_ids}) == len(sub.chunk_ids)
 
 
@@ -322,3 +328,30 @@ def test_selection_over_computed_statistics(world):
     assert all(bridge in held[c] for c in sub.chunk_ids)
     spb = SelectionIndex.load(world, "ru")
     assert spb.source == "chunk_entities" and spb.ent_df[spb.key_index("санкт-петербург")] == 4
+
+
+def test_about_links_and_related_names(world):
+    ix = SelectionIndex.load(world, "en")
+    carrow = ix.key_index("edmund carrow")
+    chunk = ix.chunk_ids.index("carrow_0")
+    assert ix.about(chunk) == carrow, "the chunk of the article titled 'Edmund Carrow' is about him"
+    assert ix.about(ix.chunk_ids.index("corrin_0")) == -1, "'other' (the prize) is not a named subject here"
+    assert ix.related(ix.key_index("dunmere"), ix.key_index("dunmere lighthouse"))
+    assert not ix.related(ix.key_index("dunmere"), ix.key_index("vellmoor"))
+    assert ix.good_value(ix.key_index("1834")) and ix.good_value(ix.key_index("3,400"))
+
+
+def test_chains_prefer_article_hops_and_never_hide_a_namesake(world):
+    cell = Cell(mechanic="chain", form="direct", answer_type="place")
+    links = []
+    for seed in range(15):
+        try:
+            sub = select_subgraph(world, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        except NoSubgraph:
+            continue
+        names = {k: v["name"].casefold() for k, v in sub.figures["entities"].items()}
+        answer = names[sub.answer_entity]
+        for other in [*sub.bridge_entities, sub.figures["start_entity"]]:
+            assert answer not in names[other] and names[other] not in answer  # e.g. Dunmere / Dunmere Lighthouse
+        links.append(sub.figures["about_links"])
+    assert links and sum(1 for n in links if n >= 1) >= len(links) * 0.8, links

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -21,8 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from factory.errors import FactoryError
 from factory.records import Cell, Subgraph
 
-# labels that name a thing (can be a bridge or a start); dates and numbers are values
+# labels that name a thing (can be a bridge or a start); dates and numbers are values,
+# and "other" is mostly nationalities and adjectives (NORP): weak links, so not a bridge
 VALUE_LABELS = frozenset({"date", "number"})
+NAMED_LABELS = frozenset({"person", "organization", "location", "work", "event"})
+_YEAR = re.compile(r"\b\d{3,4}\b")
+_DIGIT = re.compile(r"\d")
 
 
 class NoSubgraph(FactoryError):
@@ -48,6 +53,7 @@ class SelectorParams(BaseModel):
     answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
     max_chunks: int = Field(5, ge=2, description="support chunks at most")
     max_tries: int = Field(400, ge=1)
+    best_of: int = Field(6, ge=1, description="valid subgraphs drawn per selection; the best scored is kept")
 
 
 @dataclass
@@ -62,6 +68,7 @@ class SelectionIndex:
     ent_aliases: list[list[str]]
     ent_chunks: list[tuple[int, ...]]
     ent_df: list[int]
+    chunk_about: list[int] = field(default_factory=list)  # entity the chunk's document is about, or -1
     loaded_s: float = 0.0
     source: str = ""
     _key_pos: dict[str, int] = field(default_factory=dict, repr=False)
@@ -110,8 +117,38 @@ class SelectionIndex:
         lo, hi = params.bridge_min_df, params.bridge_max_df
         return self.pool(
             ("bridge", lo, hi),
-            lambda: [e for e, lab in enumerate(self.ent_label) if lab not in VALUE_LABELS and lo <= self.ent_df[e] <= hi],
+            lambda: [e for e, lab in enumerate(self.ent_label) if lab in NAMED_LABELS and lo <= self.ent_df[e] <= hi],
         )
+
+    def about(self, chunk: int) -> int:
+        """The entity whose article the chunk belongs to (title = its name), or -1."""
+        return self.chunk_about[chunk] if self.chunk_about else -1
+
+    def about_coverage(self) -> float:
+        """Share of chunks whose document is an article about one of their entities."""
+        if not self.chunk_about:
+            return 0.0
+        return sum(a >= 0 for a in self.chunk_about) / len(self.chunk_about)
+
+    def related(self, a: int, b: int) -> bool:
+        """Same or overlapping names ("Singapore" / "the Republic of Singapore"): naming one leaks the other."""
+        if a == b:
+            return True
+        names_a, names_b = self._names(a), self._names(b)
+        return any(x in y or y in x for x in names_a for y in names_b)
+
+    def _names(self, e: int) -> tuple[str, ...]:
+        memo = self.memo.setdefault(("names",), {})
+        found = memo.get(e)
+        if found is None:
+            forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
+            found = memo[e] = tuple({_plain(f) for f in forms if len(_plain(f)) >= 4})
+        return found
+
+    def good_value(self, e: int) -> bool:
+        """A value one can compare or compute with: a date with a year, a number with digits."""
+        name = self.ent_name[e]
+        return bool(_YEAR.search(name)) if self.ent_label[e] == "date" else bool(_DIGIT.search(name))
 
     def bridge_set(self, params: SelectorParams) -> frozenset[int]:
         key = ("bridge-set", params.bridge_min_df, params.bridge_max_df)
@@ -179,6 +216,14 @@ FROM counted GROUP BY ekey
 """
 
 
+def _plain(text: str) -> str:
+    text = text.casefold().strip()
+    for article in ("the ", "a ", "an "):
+        if text.startswith(article):
+            text = text[len(article):]
+    return text
+
+
 def _fetch(store: Any, lang: str) -> tuple[list[tuple], dict[str, tuple], str]:
     """(chunk, doc, key, label) rows, key -> (label, name, aliases), and which source was used."""
     con = store.connect()
@@ -192,6 +237,14 @@ def _fetch(store: Any, lang: str) -> tuple[list[tuple], dict[str, tuple], str]:
         rows = con.execute(_MENTIONS_SQL, [lang]).fetchall()
         info = {r[0]: r[1:] for r in con.execute(_FORMS_SQL, [lang]).fetchall()}
         return rows, info, "mentions"
+    finally:
+        con.close()
+
+
+def _titles(store: Any, lang: str) -> dict[str, str]:
+    con = store.connect()
+    try:
+        return dict(con.execute("SELECT chunk_id, title FROM chunks WHERE lang = ?", [lang]).fetchall())
     finally:
         con.close()
 
@@ -233,6 +286,18 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_name.append(name)
         ent_aliases.append([a for a in dict.fromkeys(aliases or []) if a != name][:12])
         ent_df.append(len({chunk_doc[c] for c in ent_chunks[e]}))
+    titles = _titles(store, lang)
+    chunk_about = []
+    for c, chunk_id in enumerate(chunk_ids):
+        title = _plain(titles.get(chunk_id) or "")
+        match = -1
+        if title:
+            for e in chunk_ents[c]:
+                if ent_label[e] in NAMED_LABELS and (
+                        _plain(ent_name[e]) == title or any(_plain(a) == title for a in ent_aliases[e])):
+                    match = e
+                    break
+        chunk_about.append(match)
     return SelectionIndex(
         lang=lang,
         chunk_ids=chunk_ids,
@@ -244,6 +309,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_aliases=ent_aliases,
         ent_chunks=[tuple(x) for x in ent_chunks],
         ent_df=ent_df,
+        chunk_about=chunk_about,
         loaded_s=time.perf_counter() - start,
         source=source,
     )
@@ -262,6 +328,23 @@ class Failures:
     def reason(self, cell: Cell, tries: int) -> str:
         top = ", ".join(f"{why} ({n}x)" for why, n in self.counts.most_common(3))
         return f"{cell.key}: no subgraph in {tries} tries: {top or 'nothing to try'}"
+
+
+def best_of(make: Callable[[int], tuple[float, Any] | None], params: SelectorParams) -> tuple[Any, int] | None:
+    """Call ``make(try_number)`` until ``params.best_of`` results or ``max_tries`` calls; keep the
+    highest score (the first among equals). Returns (result, tries) or None."""
+    best: tuple[float, Any] | None = None
+    found = 0
+    for tries in range(1, params.max_tries + 1):
+        made = make(tries)
+        if made is None:
+            continue
+        found += 1
+        if best is None or made[0] > best[0]:
+            best = made
+        if found >= params.best_of:
+            return best[1], tries
+    return (best[1], params.max_tries) if best is not None else None
 
 
 def chunks_in_new_docs(ix: SelectionIndex, chunks: list[int], used_docs: set[int], rng: random.Random,

@@ -11,13 +11,16 @@ from __future__ import annotations
 import random
 
 from factory.graph.selectors.base import (
+    NAMED_LABELS,
     Failures,
     NoSubgraph,
     SelectionIndex,
     SelectorParams,
+    best_of,
     chunks_in_new_docs,
     make_subgraph,
 )
+from factory.graph.selectors.chain import answer_pool
 from factory.records import Cell, Subgraph
 
 
@@ -39,32 +42,37 @@ def _ambiguous(ix: SelectionIndex, constraint: int, answer: int, labels: frozens
     return any(e != answer for e in found)
 
 
+def _constraint_ok(ix: SelectionIndex, x: int, answer: int, taken: list[int], params: SelectorParams) -> bool:
+    """A named thing or a dated fact, not a hub, not another name of the answer, not taken."""
+    label = ix.ent_label[x]
+    return (
+        x != answer and x not in taken and ix.ent_df[x] <= params.bridge_max_df
+        and (label in NAMED_LABELS or (label == "date" and ix.good_value(x)))
+        and not ix.related(x, answer) and not any(ix.related(x, t) for t in taken)
+    )
+
+
 def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], params: SelectorParams,
                         rng: random.Random, avoid: set[frozenset[str]]) -> Subgraph:
     k = params.constraints
-    pool = ix.pool(
-        ("answers", labels, k, params.answer_max_df),
-        lambda: [e for e, lab in enumerate(ix.ent_label) if lab in labels and k <= ix.ent_df[e] <= params.answer_max_df],
-    )
+    every = answer_pool(ix, labels, params)
+    pool = ix.pool(("answers", labels, k, params.answer_max_df), lambda: [e for e in every if ix.ent_df[e] >= k])
     if not pool:
         raise NoSubgraph(f"{cell.key}: no {cell.answer_type} entity occurs in {k}..{params.answer_max_df} documents",
                          structural=True)
-    if len(ix.pool(("answer", labels, params.answer_max_df), lambda: [
-            e for e, lab in enumerate(ix.ent_label) if lab in labels and ix.ent_df[e] <= params.answer_max_df])) < 2:
+    if len(every) < 2:
         raise NoSubgraph(f"{cell.key}: a constraint can only be ambiguous with two {cell.answer_type} entities; "
                          "the corpus has fewer", structural=True)
     fail = Failures()
-    for tries in range(1, params.max_tries + 1):
+
+    def attempt(_: int):
         answer = rng.choice(pool)
         picked: list[int] = []
         constraints: list[int] = []
         for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng):
-            options = [
-                x for x in ix.chunk_ents[c]
-                if x != answer and x not in constraints and ix.ent_label[x] != "number"
-                and ix.ent_df[x] <= params.bridge_max_df
-            ]
+            options = [x for x in ix.chunk_ents[c] if _constraint_ok(ix, x, answer, constraints, params)]
             rng.shuffle(options)
+            options.sort(key=lambda x: x != ix.about(c))  # the chunk's subject makes the clearest clue
             for x in options:
                 if _ambiguous(ix, x, answer, labels):
                     picked.append(c)
@@ -74,20 +82,26 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
                 break
         if len(picked) < k:
             fail.add(f"answer lacks {k} documents each with a constraint that alone also fits another {cell.answer_type}")
-            continue
-        together = [c for c in ix.ent_chunks[answer] if sum(x in ix.chunk_ents[c] for x in constraints) >= 2]
-        if together:
+            return None
+        if any(sum(x in ix.chunk_ents[c] for x in constraints) >= 2 for c in ix.ent_chunks[answer]):
             fail.add("one chunk states two constraints with the answer")
-            continue
+            return None
         if frozenset(ix.chunk_ids[c] for c in picked) in avoid:
             fail.add("chunk set already used")
-            continue
-        figures = {
-            "selector": "intersection",
-            "answer_doc_freq": ix.ent_df[answer],
-            "constraint_doc_freq": [ix.ent_df[x] for x in constraints],
-            "tries": tries,
-        }
-        return make_subgraph(ix, cell, picked, ["constraint"] * k, answer=answer, bridges=[],
-                             constraints=constraints, figures=figures)
-    raise NoSubgraph(fail.reason(cell, params.max_tries))
+            return None
+        score = sum(ix.about(c) in (answer, x) for c, x in zip(picked, constraints))
+        return score, (answer, picked, constraints)
+
+    found = best_of(attempt, params)
+    if found is None:
+        raise NoSubgraph(fail.reason(cell, params.max_tries))
+    (answer, picked, constraints), tries = found
+    figures = {
+        "selector": "intersection",
+        "answer_doc_freq": ix.ent_df[answer],
+        "constraint_doc_freq": [ix.ent_df[x] for x in constraints],
+        "about_links": sum(ix.about(c) in (answer, x) for c, x in zip(picked, constraints)),
+        "tries": tries,
+    }
+    return make_subgraph(ix, cell, picked, ["constraint"] * k, answer=answer, bridges=[],
+                         constraints=constraints, figures=figures)
