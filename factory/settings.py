@@ -176,6 +176,19 @@ class AgentLimits(Section):
     chars_per_token: float = Field(4.0, gt=0, description="token estimate where the backend has no tokenizer")
 
 
+class SmallAgentLimits(AgentLimits):
+    """The small-context profile (the embedded model's 8,192-token window): fewer and
+    shorter results and a smaller round budget. Its own class, so overriding one field
+    (``FACTORY_AGENT__SMALL__ROUNDS=2``) keeps these defaults for the others."""
+
+    round_token_budget: int = Field(6_144, ge=512)
+    top_k_default: int = Field(3, ge=1)
+    top_k_max: int = Field(5, ge=1)
+    snippet_chars: int = Field(320, ge=40)
+    saved_snippet_chars: int = Field(120, ge=0)
+    max_output_tokens: int = Field(384, ge=32)
+
+
 class AgentSettings(Section):
     """The search agent (difficulty checker and evaluable retriever)."""
 
@@ -184,10 +197,7 @@ class AgentSettings(Section):
     )
     small_context_max: int = Field(16_384, ge=1)
     standard: AgentLimits = AgentLimits()
-    small: AgentLimits = AgentLimits(
-        round_token_budget=6_144, top_k_default=3, top_k_max=5, snippet_chars=320, saved_snippet_chars=120,
-        max_output_tokens=384,
-    )
+    small: SmallAgentLimits = SmallAgentLimits()
     max_rounds: int | None = Field(None, ge=1, description="caps the profile's rounds (demo runs)")
     protocol: Literal["auto", "tools", "json"] = Field(
         "auto", description="tools: OpenAI tool calls; json: one schema-constrained JSON action per turn"
