@@ -36,7 +36,8 @@ def choose_profile(settings: AgentSettings, llm: Any) -> tuple[str, AgentLimits]
     if window and limits.round_token_budget > window - limits.max_output_tokens:
         # the round must fit the window together with one completion
         update["round_token_budget"] = max(512, window - limits.max_output_tokens)
-    return name, limits.model_copy(update=update) if update else limits
+    # a plain AgentLimits: traces compare and reload the same whatever profile class it came from
+    return name, AgentLimits(**{**limits.model_dump(), **update})
 
 
 def supports_tools(llm: Any) -> bool:

@@ -141,3 +141,13 @@ def test_exception_from_llm_is_recorded_not_raised(searcher):
     trace = SearchAgent(searcher, Broken(), Settings()).episode("q?")
     assert trace.error == "RuntimeError: socket closed"
     assert trace.finalized_by == "fallback" and trace.ranking == []
+
+
+def test_overriding_one_small_field_keeps_the_small_defaults(searcher, monkeypatch):
+    from factory.settings import load_settings
+
+    monkeypatch.setenv("FACTORY_AGENT__SMALL__MAX_TURNS_PER_ROUND", "3")
+    settings = load_settings()
+    agent = SearchAgent(searcher, make_llm("json", [], context_tokens=8192), settings)
+    assert agent.limits.max_turns_per_round == 3
+    assert agent.limits.snippet_chars == 320 and agent.limits.top_k_max == 5 and agent.limits.round_token_budget == 6144

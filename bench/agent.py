@@ -1,0 +1,216 @@
+"""The search agent's cost: harness overhead per step, and full episodes with the embedded model.
+
+    .venv/bin/python bench/agent.py                    # both parts (minutes: the real model is slow on CPU)
+    .venv/bin/python bench/agent.py --no-model         # harness overhead only
+    .venv/bin/python bench/agent.py --questions 3 --llm llamacpp:smollm2-135m
+
+Corpus: the shared en-wiki-vital leads, one chunk per document (``ID_0``), in a BM25
+fixed index built into a temporary folder.
+
+1. **Harness overhead**: a scripted FakeLLM (no model time) plays a long, rule-abiding
+   episode: searches with fresh queries, a save after each five, a final ranking.
+   Reported per turn: wall time, time inside the searcher, time inside the model
+   call, and the rest (prompt rendering, guardrails, result formatting, tracing).
+2. **Embedded model**: questions written from a document's Wikidata-style
+   description ("Which subject is described as: ...?"), gold = that document's
+   chunk. Reported per episode: wall time, turns, searches, rounds, rejected calls,
+   how it ended, recall of the final ranking and of the trajectory.
+
+Prints one JSON line per figure and a final summary line.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/ holds a select.py that would shadow the standard library's select module
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from factory.agent import SearchAgent  # noqa: E402
+from factory.index.fixed import build_index_from_chunks, open_index  # noqa: E402
+from factory.llm.fake import FakeLLM  # noqa: E402
+from factory.settings import Settings  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpora" / "en-wiki-vital" / "docs.jsonl"
+FIGURES: list[dict] = []
+
+
+def emit(**figure) -> None:
+    FIGURES.append(figure)
+    print(json.dumps(figure, ensure_ascii=False), flush=True)
+
+
+def note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class Timed:
+    """Wraps a searcher or an LLM and adds up the time spent inside it."""
+
+    def __init__(self, inner, method: str) -> None:
+        self.inner, self.method, self.seconds, self.calls = inner, method, 0.0, 0
+        for attr in ("name", "model", "context_tokens", "supports_tools"):
+            if hasattr(inner, attr):
+                setattr(self, attr, getattr(inner, attr))
+
+    def _timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return getattr(self.inner, self.method)(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+    def search(self, query, k=10):
+        return self._timed(query, k)
+
+    def complete(self, request):
+        return self._timed(request)
+
+
+def load_docs(limit: int | None) -> list[dict]:
+    docs = []
+    with open(CORPUS, encoding="utf-8") as handle:
+        for line in handle:
+            docs.append(json.loads(line))
+            if limit and len(docs) >= limit:
+                break
+    return docs
+
+
+def scripted_policy(rounds: int, per_round: int):
+    """Fresh queries from the results it saw; save after per_round searches; finalize in the last round."""
+    import re
+
+    counter = {"n": 0}
+
+    def reply(request):
+        counter["n"] += 1
+        state = request.messages[1].content
+        round_no = int(re.search(r"Round (\d+) of", state).group(1))
+        searches = sum(1 for m in request.messages if m.role == "assistant" and "search_corpus" in (m.content or ""))
+        seen = re.findall(r"chunk_id: (\S+)", "\n".join(m.content or "" for m in request.messages))
+        if searches < per_round:
+            return {"action": "search_corpus", "arguments": {"query": f"history of science topic {counter['n']}", "top_k": 5}}
+        picks = [{"chunk_id": c, "reason": "it matched the topic of the question well"} for c in seen[:3]]
+        coverage = {"covered_concepts": ["topic"], "unresolved_concepts": []}
+        if round_no < rounds:
+            return {"action": "save_and_advance", "arguments": {
+                "saved_chunks": picks, "drop_from_saved": [], **coverage,
+                "round_summary": "Searched the topic from several angles and kept the three best passages found.",
+                "next_round_goal": "Look for passages that confirm the saved ones from another side."}}
+        return {"action": "finalize_ranking", "arguments": {"ranking": picks, **coverage}}
+
+    return reply
+
+
+def bench_overhead(index, episodes: int) -> None:
+    settings = Settings(agent={"profile": "standard"})
+    rounds, per_round = settings.agent.standard.rounds, 8
+    turn_times, search_times, model_times = [], [], []
+    for e in range(episodes):
+        searcher = Timed(index.searcher("bm25"), "search")
+        llm = Timed(FakeLLM(default=scripted_policy(rounds, per_round), context_tokens=131_072), "complete")
+        agent = SearchAgent(searcher, llm, settings, text_of=index.index_text)
+        start = time.perf_counter()
+        trace = agent.episode(f"bench question {e}")
+        wall = time.perf_counter() - start
+        turns = len(trace.turns)
+        assert trace.finalized_by == "model", [t.rejection for t in trace.turns if t.rejected]
+        turn_times.append(wall / turns)
+        search_times.append(searcher.seconds / max(1, searcher.calls))
+        model_times.append(llm.seconds / turns)
+        harness = (wall - searcher.seconds - llm.seconds) / turns
+        emit(part="overhead", episode=e, turns=turns, searches=trace.searches, rounds=len(trace.rounds),
+             wall_s=round(wall, 4), per_turn_ms=round(wall / turns * 1000, 3),
+             search_ms=round(searcher.seconds / max(1, searcher.calls) * 1000, 3),
+             fake_model_ms=round(llm.seconds / turns * 1000, 3), harness_ms_per_turn=round(harness * 1000, 3))
+
+
+def bench_model(index, docs: list[dict], spec: str, questions: int, max_rounds: int | None) -> list[dict]:
+    from factory.llm.registry import make_llm
+
+    start = time.perf_counter()
+    backend = make_llm(spec)
+    emit(part="model_load", llm=spec, load_s=round(time.perf_counter() - start, 2), context_tokens=backend.context_tokens)
+    settings = Settings(agent={"max_rounds": max_rounds} if max_rounds else {})
+    picked = [d for d in docs if d.get("description")]
+    step = max(1, len(picked) // questions)
+    results = []
+    for i in range(questions):
+        doc = picked[i * step]
+        question = f"Which subject is described as: {doc['description']}?"
+        gold = f"{doc['id']}_0"
+        llm = Timed(backend, "complete")
+        searcher = Timed(index.searcher("bm25"), "search")
+        agent = SearchAgent(searcher, llm, settings, text_of=index.index_text, lang="en")
+        start = time.perf_counter()
+        trace = agent.episode(question, item_id=doc["id"])
+        wall = time.perf_counter() - start
+        figure = dict(
+            part="episode", llm=spec, profile=trace.profile, protocol=trace.protocol, question=question, gold=gold,
+            wall_s=round(wall, 2), model_s=round(llm.seconds, 2), turns=len(trace.turns), searches=trace.searches,
+            rounds=len(trace.rounds), rejected=trace.rejections, ended=[r.ended_by for r in trace.rounds],
+            finalized_by=trace.finalized_by, recall=float(gold in [r.chunk_id for r in trace.ranking]),
+            trajectory_recall=float(gold in trace.seen), queries=trace.queries[:8],
+            rejections=sorted({t.rejection for t in trace.turns if t.rejected}),
+            tokens_in=trace.tokens_in, tokens_out=trace.tokens_out,
+        )
+        emit(**figure)
+        results.append(figure)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=None, help="index only the first N documents")
+    parser.add_argument("--episodes", type=int, default=5, help="scripted episodes for the overhead figure")
+    parser.add_argument("--questions", type=int, default=3, help="episodes with the real model")
+    parser.add_argument("--llm", default="llamacpp:smollm2-135m")
+    parser.add_argument("--max-rounds", type=int, default=None, help="cap the agent's rounds (default: the profile's)")
+    parser.add_argument("--no-model", action="store_true")
+    args = parser.parse_args()
+
+    docs = load_docs(args.docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        chunks = [{"chunk_id": f"{d['id']}_0", "title": d["title"], "text": d["text"]} for d in docs]
+        build_index_from_chunks(chunks, Path(tmp) / "index", "en", Settings(), dense=None, progress=False)
+        index = open_index(Path(tmp) / "index")
+        emit(part="index", chunks=len(chunks), build_s=round(time.perf_counter() - start, 2))
+        bench_overhead(index, args.episodes)
+        episodes = [] if args.no_model else bench_model(index, docs, args.llm, args.questions, args.max_rounds)
+    overhead = [f for f in FIGURES if f["part"] == "overhead"]
+    summary = dict(
+        part="summary",
+        chunks=len(docs),
+        harness_ms_per_turn_median=statistics.median(f["harness_ms_per_turn"] for f in overhead),
+        search_ms_median=statistics.median(f["search_ms"] for f in overhead),
+        turns_per_scripted_episode=overhead[0]["turns"],
+    )
+    if episodes:
+        summary.update(
+            llm=args.llm,
+            episodes=len(episodes),
+            episode_wall_s_mean=round(statistics.mean(e["wall_s"] for e in episodes), 2),
+            searches_mean=statistics.mean(e["searches"] for e in episodes),
+            turns_mean=statistics.mean(e["turns"] for e in episodes),
+            recall_mean=statistics.mean(e["recall"] for e in episodes),
+            trajectory_recall_mean=statistics.mean(e["trajectory_recall"] for e in episodes),
+            finalized_by_model=sum(e["finalized_by"] == "model" for e in episodes),
+        )
+    emit(**summary)
+
+
+if __name__ == "__main__":
+    main()
