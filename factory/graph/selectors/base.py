@@ -330,9 +330,10 @@ class Failures:
         return f"{cell.key}: no subgraph in {tries} tries: {top or 'nothing to try'}"
 
 
-def best_of(make: Callable[[int], tuple[float, Any] | None], params: SelectorParams) -> tuple[Any, int] | None:
-    """Call ``make(try_number)`` until ``params.best_of`` results or ``max_tries`` calls; keep the
-    highest score (the first among equals). Returns (result, tries) or None."""
+def best_of(make: Callable[[int], tuple[float, Any] | None], params: SelectorParams,
+            ceiling: float | None = None) -> tuple[Any, int] | None:
+    """Call ``make(try_number)`` until ``params.best_of`` results (or one scoring ``ceiling``) or
+    ``max_tries`` calls; keep the highest score (the first among equals). Returns (result, tries)."""
     best: tuple[float, Any] | None = None
     found = 0
     for tries in range(1, params.max_tries + 1):
@@ -342,7 +343,7 @@ def best_of(make: Callable[[int], tuple[float, Any] | None], params: SelectorPar
         found += 1
         if best is None or made[0] > best[0]:
             best = made
-        if found >= params.best_of:
+        if found >= params.best_of or (ceiling is not None and best[0] >= ceiling):
             return best[1], tries
     return (best[1], params.max_tries) if best is not None else None
 

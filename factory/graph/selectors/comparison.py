@@ -2,8 +2,12 @@
 
 A group entity (not a hub) defines the set; candidates are entities of the answer's
 type that share a chunk with it; each candidate gets a chunk, from a document of its
-own, that holds a value of one kind (a date or a number) to compare. Where the chunk
-that ties a candidate to the group holds no value, a second chunk supplies it.
+own, that holds a value of one kind (a date with a year, or a number) to compare; in
+a corpus of articles (titles naming entities) that chunk must come from the
+candidate's own article, so the value describes the candidate. Where the chunk that
+ties a candidate to the group holds no value, a second chunk supplies it. The
+selector seeds from a candidate that has a value and picks a group it belongs to, so
+it never wanders among groups without such members.
 """
 
 from __future__ import annotations
@@ -16,10 +20,9 @@ from factory.graph.selectors.base import (
     SelectionIndex,
     SelectorParams,
     best_of,
-    chunks_in_new_docs,
     make_subgraph,
 )
-from factory.graph.selectors.chain import VALUE_KINDS, _prefer_articles, answer_pool, has_value
+from factory.graph.selectors.chain import VALUE_KINDS, answer_pool, has_value
 from factory.records import Cell, Subgraph
 
 
@@ -37,54 +40,90 @@ def _members(ix: SelectionIndex, group: int, labels: frozenset[str], max_df: int
     return found
 
 
+def _seeds(ix: SelectionIndex, labels: frozenset[str], kind: str, own_article: bool,
+           params: SelectorParams) -> dict[int, list[int]]:
+    """Candidates of the answer's type -> chunks giving them a usable value of ``kind``
+    (their own article's chunks where documents are articles)."""
+    need = has_value(ix, kind)
+
+    def build() -> dict[int, list[int]]:
+        typed = set(answer_pool(ix, labels, params))
+        out: dict[int, list[int]] = {}
+        for c in range(len(ix.chunk_ids)):
+            if own_article:
+                subject = ix.about(c)
+                if subject in typed and need(c):
+                    out.setdefault(subject, []).append(c)
+            elif need(c):
+                for e in ix.chunk_ents[c]:
+                    if e in typed:
+                        out.setdefault(e, []).append(c)
+        return out
+
+    return _cached(ix, ("comparison-seeds", labels, kind, own_article, params.answer_max_df), build)
+
+
+def _cached(ix: SelectionIndex, key: tuple, build):
+    memo = ix.memo.setdefault(key, {})
+    if 0 not in memo:
+        memo[0] = build()
+    return memo[0]
+
+
 def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], params: SelectorParams,
                       rng: random.Random, avoid: set[frozenset[str]]) -> Subgraph:
+    """Seeded from a candidate: pick one that has a value, a group it shares a chunk with,
+    then more members of that group that have values of the same kind."""
     n = params.candidates
-    groups = ix.bridge_pool(params)
-    if not groups:
+    allowed = ix.bridge_set(params)
+    if not allowed:
         raise NoSubgraph(f"{cell.key}: no group entity occurs in 2..{params.bridge_max_df} documents", structural=True)
     if len(answer_pool(ix, labels, params)) < n:
         raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities in this corpus", structural=True)
     # where documents are articles about one entity (an encyclopedia), each candidate's value
     # must come from its own article, so the value describes the candidate
     own_article = ix.about_coverage() >= 0.2
+    seeds = {kind: _seeds(ix, labels, kind, own_article, params) for kind in VALUE_KINDS}
+    kinds = [kind for kind in VALUE_KINDS if len(seeds[kind]) >= n]
+    if not kinds:
+        raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities with a date or number"
+                         + (" in their own article" if own_article else ""), structural=True)
+    seed_lists = {kind: list(seeds[kind]) for kind in kinds}
     fail = Failures()
 
     def attempt(_: int):
-        group = rng.choice(groups)
-        kind = rng.choice(VALUE_KINDS)
-        need = has_value(ix, kind)
-        members = {e: cs for e, cs in _members(ix, group, labels, params.answer_max_df).items()
-                   if not ix.related(e, group)}
-        if len(members) < n:
-            fail.add(f"group has fewer than {n} {cell.answer_type} members")
+        kind = rng.choice(kinds)
+        valued = seeds[kind]
+        first = rng.choice(seed_lists[kind])
+        groups = [g for c in ix.ent_chunks[first] for g in ix.chunk_ents[c] if g in allowed and g != first]
+        if not groups:
+            fail.add("candidate shares no chunk with a possible group")
             return None
-        order = list(members)
-        rng.shuffle(order)
+        group = rng.choice(groups)
+        members = {e: cs for e, cs in _members(ix, group, labels, params.answer_max_df).items()
+                   if e in valued and not ix.related(e, group)}
+        if len(members) < n:
+            fail.add(f"group has fewer than {n} {cell.answer_type} members with a {kind}")
+            return None
+        order = [first] + [e for e in rng.sample(list(members), len(members)) if e != first]
         chosen: list[int] = []
         chunks: list[int] = []
         roles: list[str] = []
         used: set[int] = set()
         for e in order:
-            if any(ix.related(e, other) for other in chosen):
+            if e not in members or any(ix.related(e, other) for other in chosen):
                 continue
             room = params.max_chunks - len(chunks) - (n - len(chosen) - 1)  # keep one chunk per later candidate
-            direct = _prefer_articles(ix, [c for c in members[e] if need(c) and ix.chunk_doc[c] not in used], e)
-            if own_article:
-                direct = [c for c in direct if ix.about(c) == e]
+            props = [c for c in valued[e] if ix.chunk_doc[c] not in used]
+            direct = [c for c in props if group in ix.chunk_ents[c]]
             if direct:
-                pair = [direct[0]]
-            elif room >= 2:
-                member = [c for c in members[e] if ix.chunk_doc[c] not in used]
+                pair = [rng.choice(direct)]
+            elif room >= 2 and props:
+                prop = rng.choice(props)
+                member = [c for c in members[e] if ix.chunk_doc[c] not in used and ix.chunk_doc[c] != ix.chunk_doc[prop]]
                 if not member:
                     continue
-                prop = _prefer_articles(ix, chunks_in_new_docs(ix, ix.ent_chunks[e], used | {ix.chunk_doc[member[0]]},
-                                                               rng, need), e)
-                if own_article:
-                    prop = [c for c in prop if ix.about(c) == e]
-                if not prop:
-                    continue
-                pair = [member[0], prop[0]]
+                pair = [rng.choice(member), prop]
             else:
                 continue
             for i, c in enumerate(pair):
@@ -101,10 +140,10 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
             fail.add("chunk set already used")
             return None
         own = [c for c, role in zip(chunks, roles) if role == "candidate"]
-        score = sum(ix.about(c) == e for c, e in zip(own, chosen))
-        return score, (group, kind, chosen, chunks, roles, own)
+        # fewer chunks read better: one chunk per candidate that also ties it to the group
+        return -len(chunks), (group, kind, chosen, chunks, roles, own)
 
-    found = best_of(attempt, params)
+    found = best_of(attempt, params, ceiling=-n)
     if found is None:
         raise NoSubgraph(fail.reason(cell, params.max_tries))
     (group, kind, chosen, chunks, roles, own), tries = found
