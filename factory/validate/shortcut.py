@@ -13,7 +13,7 @@ import math
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
-from factory.validate.text import content, tokenize
+from factory.validate.text import tokenize
 
 
 class ShortcutValidator:
@@ -69,14 +69,22 @@ class ShortcutValidator:
 
     @staticmethod
     def _shared_terms(draft: Draft, chunk_ids: list[str], ctx: ValidationContext, limit: int = 8) -> list[str]:
-        """Question words (as written) whose stem or lemma occurs in a surfaced chunk."""
+        """Question words (as written) that a surfaced chunk shares, compared as the index's
+        own analyser sees them (so 'which' counts when the index keeps it)."""
         texts = ctx.chunks.texts(chunk_ids)
+        analyzer = next((getattr(s, "analyzer", None) for s in ctx.searchers.values()
+                         if callable(getattr(s, "analyzer", None))), None)
+        if analyzer is not None:
+            def terms(text: str) -> set[str]:
+                return set(analyzer(text))
+        else:
+            def terms(text: str) -> set[str]:
+                return {k for t in tokenize(text, draft.lang) for k in (t.stem, t.lemma)}
         keys: set[str] = set()
         for text in texts.values():
-            for token in tokenize(text, draft.lang):
-                keys.update((token.stem, token.lemma))
+            keys |= terms(text)
         out: list[str] = []
-        for token in content(tokenize(draft.question, draft.lang)):
-            if (token.stem in keys or token.lemma in keys) and token.surface not in out:
+        for token in tokenize(draft.question, draft.lang):
+            if terms(token.surface) & keys and token.surface not in out:
                 out.append(token.surface)
         return out[:limit]

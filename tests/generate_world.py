@@ -1,0 +1,121 @@
+"""A scripted model world for the generation-loop tests (FakeLLM with a callable reply).
+
+It plays every role the loop asks of a model, by the request's output schema:
+fact extraction, composer, reviser, closed-book guesser and evidence reader. A
+``Plan`` says how the composer behaves: write a clean question, leak the answer first
+and fix it on revision, leak forever, repeat one question for every candidate, or cite
+a chunk the reader does not need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field
+
+import yaml
+
+from factory.compose.common import phrases
+from factory.llm.fake import FakeLLM
+from factory.llm.types import LLMRequest
+
+SYLLABLES = ["zor", "quin", "blat", "vex", "mird", "tolp", "snar", "gleb", "prux", "wend", "yolt", "fask"]
+
+
+def nonsense(seed: str, words: int = 6) -> list[str]:
+    """Words no corpus holds, so the question is nobody's search shortcut."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return ["".join(SYLLABLES[b % len(SYLLABLES)] for b in digest[i * 2 : i * 2 + 2]) for i in range(words)]
+
+
+@dataclass
+class Plan:
+    compose: str = "clean"  # clean | leak | same
+    revise: str = "clean"   # clean | leak
+    reader_skips_first: bool = False  # the reader never needs the first support chunk (decorative)
+    crash_after_calls: int | None = None  # raise Crash on this call (a killed process)
+
+
+class Crash(BaseException):
+    """Not an Exception: nothing in the loop may swallow it (like SIGKILL, it ends the run)."""
+
+
+@dataclass
+class World:
+    plan: Plan = field(default_factory=Plan)
+    answers: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)  # question -> (answer, needs)
+    calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def llm(self) -> FakeLLM:
+        return FakeLLM(default=self)
+
+    def __call__(self, request: LLMRequest):
+        with self._lock:
+            self.calls += 1
+            if self.plan.crash_after_calls is not None and self.calls > self.plan.crash_after_calls:
+                raise Crash(f"killed at call {self.calls}")
+        name = request.schema_name or ""
+        prompt = request.messages[-1].content or ""
+        if name.startswith("Facts"):
+            return self.facts(prompt)
+        if name.startswith("DraftOut"):
+            return self.draft(prompt, request)
+        if name == "ClosedBookAnswer":
+            return {"answer": "I do not know"}
+        if name == "EvidenceAnswer":
+            return self.read(prompt)
+        if name == "JudgeAnswer":
+            return {"same": False}
+        raise AssertionError(f"unexpected request {name!r}")
+
+    @staticmethod
+    def facts(prompt: str) -> dict:
+        facts = []
+        for label, text in re.findall(r'<passage id="(P\d+)">\n(.*?)\n</passage>', prompt, re.DOTALL):
+            sentence = re.split(r"(?<=[.!?])\s", text.strip())[0]
+            facts.append({"passage": label, "statement": sentence, "paraphrase": f"In other words: {sentence}"})
+        return {"facts": facts}
+
+    def draft(self, prompt: str, request: LLMRequest) -> dict:
+        say = phrases("en")
+        pattern = re.escape(say["answer"]).replace(re.escape("{name}"), "(.+)")
+        found = re.search(pattern, prompt)
+        answer = found.group(1).strip() if found else "Nobody"
+        revising = "Your previous version" in prompt
+        mode = self.plan.revise if revising else self.plan.compose
+        facts = re.findall(r"^\[(P\d+)\] ", prompt, re.MULTILINE)
+        seed = prompt if mode != "same" else "same"
+        words = nonsense(seed + str(request.sample_index))
+        if mode == "leak":
+            question = f"{words[0].title()} {words[1]} {answer} {words[2]} {words[3]}?"
+        else:
+            question = f"{words[0].title()} {words[1]} {words[2]} {words[3]} {words[4]} {words[5]}?"
+        passages = self._passages(prompt, facts)
+        needs = passages[1:] if self.plan.reader_skips_first and len(passages) > 1 else passages
+        with self._lock:
+            self.answers[question] = (answer, frozenset(needs))
+        return {"question": question, "answer": answer, "answer_aliases": [], "answer_passage": None,
+                "reasoning_steps": [f"step {i}" for i, _ in enumerate(facts)]}
+
+    def _passages(self, prompt: str, labels: list[str]) -> list[str]:
+        # the composer sees labels, the reader sees chunk ids: the facts carry the chunk text, and the
+        # reader matches on it, so remember each fact's sentence
+        return [s for s in re.findall(r"^\[P\d+\] In other words: (.*)$", prompt, re.MULTILINE)]
+
+    def read(self, prompt: str) -> dict:
+        question = re.search(r"Question: (.*)", prompt).group(1).strip()
+        answer, needs = self.answers.get(question, ("unknown", frozenset({"?"})))
+        solved = all(sentence in prompt for sentence in needs)
+        return {"reasoning": "read the passages", "answer": answer if solved else "unknown", "other_answers": []}
+
+
+def chain_only_taxonomy(src, dst) -> None:
+    """The repository's taxonomy with the chain mechanic only (every chain cell has a named answer)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in src.glob("*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if "mechanics" in data:
+            data["mechanics"] = {"chain": data["mechanics"]["chain"]}
+        (dst / path.name).write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")

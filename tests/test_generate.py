@@ -1,0 +1,197 @@
+"""The generation loop end to end over the English fixture corpus, with a scripted model world:
+accept, revise, reject, prune, near-duplicates, resume after a crash, rejects visible while running."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from factory.generate import generate_candidate, make_context, run_generation
+from factory.llm.gateway import Gateway
+from factory.settings import Settings
+from factory.store import Store
+from factory.taxonomy import load_taxonomy
+
+from generate_world import Crash, Plan, World, chain_only_taxonomy
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "corpus_en.jsonl"
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """The fixture corpus ingested (NER, entity statistics) and indexed once (BM25 only)."""
+    from factory.index.fixed import build_index
+    from factory.ingest import ingest
+
+    root = tmp_path_factory.mktemp("generate")
+    store = Store(root / "store")
+    ingest(FIXTURE, store, "en", Settings())
+    build_index(store, root / "index", "en", dense=None, progress=False)
+    chain_only_taxonomy(ROOT / "taxonomy", root / "taxonomy")
+    return root
+
+
+@pytest.fixture()
+def world_store(built, tmp_path):
+    from factory.index.fixed import open_index
+
+    shutil.copytree(built / "store", tmp_path / "store")
+    store = Store(tmp_path / "store")
+    return store, open_index(built / "index", store=store), load_taxonomy(built / "taxonomy")
+
+
+def _run(world_store, plan, *, n=2, run_id="r1", gateway=False, **kw):
+    store, index, taxonomy = world_store
+    world = World(plan)
+    llm = Gateway(world.llm(), store, run_id=run_id) if gateway else world.llm()
+    summary = run_generation(store, index, llm, Settings(), n=n, lang="en", run_id=run_id, seed=7,
+                             taxonomy=taxonomy, **kw)
+    return summary, world
+
+
+def test_accept_path_writes_tasks_with_lineage(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(), n=2)
+    assert summary.accepted == 2 and summary.stopped_by == "target"
+    tasks = store.query("SELECT * FROM accepted_tasks ORDER BY task_id")
+    assert len(tasks) == 2
+    for task in tasks:
+        assert len(task["support_chunk_ids"]) >= 2 and task["answer_chunk_id"] in task["support_chunk_ids"]
+        assert task["validators"] == ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity"]
+        assert task["skipped_validators"] == ["agent_run"]  # off: skipped, never listed as passed
+        assert task["revisions"] == 0
+    verdicts = store.query("SELECT validator, ok, skipped FROM verdicts WHERE candidate_id = ? ORDER BY step",
+                           [tasks[0]["candidate_id"]])
+    assert [v["validator"] for v in verdicts][-1] == "agent_run" and verdicts[-1]["skipped"]
+    funnel = {r["validator"]: r for r in store.query("SELECT * FROM funnel")}
+    assert funnel["schema"]["seen"] >= 2 and funnel["agent_run"]["skipped"] >= 2
+    assert funnel["agent_run"]["seen"] == 0
+
+
+def test_revision_path_feeds_back_and_accepts(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(compose="leak", revise="clean"), n=1)
+    assert summary.accepted == 1 and summary.revisions == 1
+    attempts = store.query("SELECT * FROM attempts ORDER BY attempt")
+    assert [a["origin"] for a in attempts] == ["compose", "revise"]
+    assert attempts[0]["failed_validator"] == "leakage" and attempts[0]["failed_reason"] == "answer_leaked"
+    assert attempts[1]["parent_draft_id"] == attempts[0]["draft_id"] and attempts[1]["passed"]
+    # the reviser was shown the leakage feedback
+    revise_prompts = [r for r in store.query("SELECT feedback FROM verdicts WHERE validator = 'leakage' AND NOT ok")]
+    assert revise_prompts and "gives away" in revise_prompts[0]["feedback"]
+
+
+def test_reject_path_after_bounded_revisions(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(compose="leak", revise="leak"), n=1, max_attempts=2)
+    assert summary.accepted == 0 and summary.rejected == 2 and summary.stopped_by == "max_attempts"
+    assert summary.rejected_by == {"leakage": 2}
+    rejected = store.query("SELECT * FROM rejected_tasks ORDER BY candidate_id")
+    assert len(rejected) == 2
+    for row in rejected:
+        assert row["validator"] == "leakage" and row["reason"] == "answer_leaked" and row["revisions"] == 2
+        assert row["attempts"] == 3 and row["question"] and "gives away" in row["feedback"]
+    assert store.scalar("SELECT count(*) FROM tasks") == 0
+
+
+def test_decorative_chunk_is_pruned_and_a_chain_left_with_one_chunk_is_rejected(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(reader_skips_first=True), n=1, max_attempts=1)
+    assert summary.accepted == 0 and summary.prunes == 1
+    row = store.query("SELECT * FROM rejected_tasks")[0]
+    assert (row["validator"], row["reason"]) == ("schema", "not_multi_hop") and row["revisions"] == 0
+    origins = [r["origin"] for r in store.query("SELECT origin FROM drafts ORDER BY attempt")]
+    assert origins == ["compose", "prune"]
+    necessity = store.query("SELECT figures FROM verdicts WHERE validator = 'necessity'")[0]
+    assert "decorative" in necessity["figures"]
+
+
+def test_near_duplicate_questions_are_rejected(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(compose="same", revise="clean"), n=2, max_attempts=3)
+    assert summary.accepted == 1
+    dups = store.query("SELECT * FROM rejected_tasks WHERE validator = 'dedup'")
+    assert len(dups) == 2 and all(d["reason"] == "near_duplicate_question" for d in dups)
+    assert store.scalar("SELECT count(*) FROM tasks") == 1
+
+
+def test_selection_failure_is_a_recorded_rejection(world_store, tmp_path):
+    store, index, taxonomy = world_store
+    s = Settings()
+    s.compose.bridge_max_df = 2  # no bridge qualifies on this corpus: every selection fails
+    s.compose.select_tries = 3
+    summary = run_generation(store, index, World().llm(), s, n=1, lang="en", run_id="sel", seed=1,
+                             max_attempts=2, taxonomy=taxonomy)
+    assert summary.accepted == 0 and summary.rejected == 2
+    rows = store.query("SELECT stage, reason, feedback FROM rejected_tasks")
+    assert {r["stage"] for r in rows} == {"select"} and all(r["feedback"] for r in rows)
+
+
+def test_resume_after_crash_repeats_no_recorded_call_and_doubles_no_task(world_store):
+    store, index, taxonomy = world_store
+    first = World(Plan(crash_after_calls=40))
+    with pytest.raises(Crash):
+        run_generation(store, index, Gateway(first.llm(), store, run_id="r"), Settings(), n=4, lang="en",
+                       run_id="r", seed=3, taxonomy=taxonomy)
+    done_before = store.query("SELECT candidate_id, status FROM candidates WHERE run_id = 'r'")
+    accepted_before = {r["task_id"] for r in store.query("SELECT task_id FROM tasks")}
+    assert accepted_before and any(r["status"] == "started" for r in done_before)  # cut short mid-candidate
+    recorded = {r["request_key"] for r in store.query("SELECT request_key FROM llm_calls WHERE ok")}
+
+    second = World(Plan())
+    llm = second.llm()
+    summary = run_generation(store, index, Gateway(llm, store, run_id="r"), Settings(), n=4, lang="en",
+                             run_id="r", seed=3, taxonomy=taxonomy)
+    assert summary.earlier_accepted == len(accepted_before)
+    assert summary.earlier_accepted + summary.accepted == 4
+    asked_again = [r for r in llm.requests if r.key(llm.model) in recorded]
+    assert asked_again == []
+    tasks = store.query("SELECT task_id FROM tasks")
+    assert len(tasks) == len({t["task_id"] for t in tasks}) == 4
+    assert accepted_before <= {t["task_id"] for t in tasks}
+    # every candidate ended in exactly one final state
+    states = store.query("SELECT status FROM candidates WHERE run_id = 'r'")
+    assert all(s["status"] in {"accepted", "rejected"} for s in states)
+
+
+def test_finished_candidate_is_not_redone(world_store):
+    store, index, taxonomy = world_store
+    world = World()
+    ctx = make_context(store, index, world.llm(), Settings(), lang="en", run_id="once", seed=5, taxonomy=taxonomy)
+    first = generate_candidate(0, ctx)
+    calls = world.calls
+    again = generate_candidate(0, ctx)
+    assert world.calls == calls and again.resumed and again.status == first.status
+    ctx.writer.close()
+
+
+def test_rejects_are_readable_from_another_process_while_running(world_store):
+    import subprocess
+    import sys
+
+    store, _, _ = world_store
+    seen: list[int] = []
+
+    def peek(outcome, summary):
+        if outcome.status == "rejected" and not seen:
+            code = ("import sys; from factory.store import Store; "
+                    "print(Store(sys.argv[1]).scalar('SELECT count(*) FROM rejected_tasks'))")
+            out = subprocess.run([sys.executable, "-c", code, str(store.root)], capture_output=True, text=True,
+                                 check=True)
+            seen.append(int(out.stdout.strip()))
+
+    _run(world_store, Plan(compose="leak", revise="leak"), n=1, max_attempts=2, progress=peek)
+    assert seen and seen[0] >= 1
+
+
+def test_many_candidates_in_flight(world_store):
+    store, _, _ = world_store
+    summary, _ = _run(world_store, Plan(compose="same"), n=3, max_attempts=6, concurrency=3)
+    # one question for every candidate: exactly one may be accepted, however many run at once
+    assert summary.accepted == 1 and summary.candidates == 6
+    assert store.scalar("SELECT count(*) FROM tasks") == 1
+    finals = store.query("SELECT candidate_id, status FROM candidates WHERE status <> 'started'")
+    assert len(finals) == len({f["candidate_id"] for f in finals}) == 6
