@@ -12,15 +12,20 @@ function and add it to ``STAGES``; it can use ``ctx.store`` after the pipeline s
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# python puts this folder first on sys.path, where a bench script's name can shadow a
+# standard module (bench/select.py hides `select`): drop it before importing anything else
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 import argparse
 import json
 import multiprocessing as mp
 import resource
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
