@@ -189,7 +189,7 @@ def test_rejects_are_readable_from_another_process_while_running(world_store):
 
 def test_many_candidates_in_flight(world_store):
     store, _, _ = world_store
-    summary, _ = _run(world_store, Plan(compose="same"), n=3, max_attempts=6, concurrency=3)
+    summary, _ = _run(world_store, Plan(compose="same", revise="same"), n=3, max_attempts=6, concurrency=3)
     # one question for every candidate: exactly one may be accepted, however many run at once
     assert summary.accepted == 1 and summary.candidates == 6
     assert store.scalar("SELECT count(*) FROM tasks") == 1
