@@ -162,7 +162,10 @@ class Store:
                     f'(PARTITION BY {keys} ORDER BY _written_at {order}, _writer {order}, _seq {order}) AS _rn '
                     f'FROM "{spec.name}__segments") WHERE _rn = 1'
                 )
-            statements.append(f'CREATE OR REPLACE VIEW "{spec.name}" AS {body}')
+            # "<table>__latest" stays the plain keyed view even when a migration
+            # redefines "<table>" on top of it (as 006 does for live chunks)
+            statements.append(f'CREATE OR REPLACE VIEW "{spec.name}__latest" AS {body}')
+            statements.append(f'CREATE OR REPLACE VIEW "{spec.name}" AS SELECT * FROM "{spec.name}__latest"')
         glob = str(self.table_dir(MIGRATIONS_TABLE) / "*.parquet").replace("'", "''")
         statements.append(f"CREATE OR REPLACE VIEW \"{MIGRATIONS_TABLE}\" AS SELECT * FROM read_parquet('{glob}')")
         for migration in migrations():
