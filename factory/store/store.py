@@ -163,7 +163,7 @@ class Store:
                     f'FROM "{spec.name}__segments") WHERE _rn = 1'
                 )
             # "<table>__latest" stays the plain keyed view even when a migration
-            # redefines "<table>" on top of it (as 006 does for live chunks)
+            # redefines "<table>" on top of it (as 007 does for live chunks)
             statements.append(f'CREATE OR REPLACE VIEW "{spec.name}__latest" AS {body}')
             statements.append(f'CREATE OR REPLACE VIEW "{spec.name}" AS SELECT * FROM "{spec.name}__latest"')
         glob = str(self.table_dir(MIGRATIONS_TABLE) / "*.parquet").replace("'", "''")
