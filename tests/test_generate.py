@@ -195,3 +195,42 @@ def test_many_candidates_in_flight(world_store):
     assert store.scalar("SELECT count(*) FROM tasks") == 1
     finals = store.query("SELECT candidate_id, status FROM candidates WHERE status <> 'started'")
     assert len(finals) == len({f["candidate_id"] for f in finals}) == 6
+
+
+# ----------------------------------------------------------------------------- command line
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from factory.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_cli_generate_funnel_rejected(built, tmp_path):
+    import json
+
+    shutil.copytree(built / "store", tmp_path / "store")
+    store = tmp_path / "store"
+    output = _cli("generate", "--store", store, "--index", built / "index", "--llm", "fake", "--n", "1",
+                  "--max-attempts", "2", "--seed", "4", "--json")
+    summary = json.loads(output.strip().splitlines()[-1])
+    assert summary["candidates"] == 2 and summary["run_id"] == "gen-en-s4"
+    # the `fake` spec writes schema placeholders ('fake question' / 'fake answer'): honestly rejected
+    assert summary["accepted"] == 0 and sum(summary["rejected_by"].values()) == 2
+    again = json.loads(_cli("generate", "--store", store, "--index", built / "index", "--llm", "fake", "--n", "1",
+                            "--max-attempts", "2", "--seed", "4", "--json").strip().splitlines()[-1])
+    assert again["candidates"] == 0 and again["stopped_by"] == "max_attempts"  # resumed: nothing left to do
+
+    funnel = _cli("funnel", "--store", store)
+    assert "validator funnel" in funnel and "schema" in funnel and "acceptance 0.0%" in funnel
+    data = json.loads(_cli("funnel", "--store", store, "--json"))
+    assert data["candidates"] == 2 and data["validators"][0]["validator"] == "schema"
+
+    rejected = _cli("rejected", "--store", store, "--limit", "5")
+    assert "feedback:" in rejected and "gen-en-s4-s4-00000" in rejected
+    first = json.loads(_cli("rejected", "--store", store, "--json", "--limit", "1").strip().splitlines()[0])
+    only = _cli("rejected", "--store", store, "--validator", first["validator"] or first["stage"])
+    assert first["candidate_id"] in only
+    assert "no rejected candidates" in _cli("rejected", "--store", store, "--validator", "nonesuch")

@@ -1,0 +1,196 @@
+"""`factory generate` (the loop without Prefect), `factory funnel` and `factory rejected`.
+
+Funnel and rejected only read the store's views, so they work from a second terminal
+while a run (or a build) is writing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from factory.errors import FactoryError
+
+out = Console(soft_wrap=True)
+
+
+def generate_command(
+    store: Path = typer.Option(..., "--store", help="store folder (ingested, with entity statistics)"),
+    index: Path = typer.Option(..., "--index", help="fixed index folder built from this store"),
+    llm: Optional[str] = typer.Option(None, "--llm", help="backend spec: llamacpp:NAME, openai:URL#MODEL, fake"),
+    n: int = typer.Option(..., "--n", min=1, help="accepted tasks wanted"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="en or ru (default: the index's language)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="default: settings"),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1,
+                                               help="candidates at most (default: n x generate.attempts_per_task)"),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", min=1, help="stop starting candidates after"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="candidates in flight"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="default gen-LANG-sSEED: the same command resumes"),
+    agent: Optional[bool] = typer.Option(None, "--agent/--no-agent", help="run the search agent (validation.agent_run)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
+    config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
+) -> None:
+    """Compose, validate, revise and accept or reject until N tasks are accepted."""
+    from factory.generate import run_generation
+    from factory.index.fixed import open_index
+    from factory.llm.registry import make_gateway
+    from factory.settings import load_settings
+    from factory.store import Store
+
+    settings = load_settings(config, **{"llm.spec": llm, "lang": lang, "seed": seed,
+                                        "generate.concurrency": concurrency, "validation.agent_run": agent})
+    the_store = Store(store, create=False)
+    fixed = open_index(index, store=the_store, settings=settings)
+    lang = lang or fixed.manifest.lang
+    if lang not in ("en", "ru"):
+        raise FactoryError(f"--lang must be en or ru, got {lang!r}")
+    if fixed.manifest.lang != lang:
+        raise FactoryError(f"{index}: the index is for {fixed.manifest.lang!r}, not {lang!r}")
+    run_id = run_id or f"gen-{lang}-s{settings.seed}"
+    gateway = make_gateway(settings.llm.spec, settings.llm, store=the_store, run_id=run_id)
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=out,
+                      transient=False) as bar:
+            task = bar.add_task("accepted", total=n, status="")
+
+            def progress(outcome: Any, summary: Any) -> None:
+                rejected = ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected_by.items())) or "none"
+                bar.update(task, completed=min(n, summary.earlier_accepted + summary.accepted),
+                           status=f"rejected: {rejected} | revisions {summary.revisions} | tokens {summary.tokens}")
+
+            summary = run_generation(the_store, fixed, gateway, settings, n=n, lang=lang, run_id=run_id,
+                                     seed=settings.seed, max_attempts=max_attempts, token_budget=token_budget,
+                                     concurrency=settings.generate.concurrency, progress=progress)
+    finally:
+        gateway.close()
+    data = summary.as_dict()
+    if as_json:
+        out.print(json.dumps(data, ensure_ascii=False), highlight=False)
+        return
+    total = summary.earlier_accepted + summary.accepted
+    out.print(f"run {run_id}: {total} accepted of {n} wanted ({summary.accepted} now, {summary.earlier_accepted} "
+              f"earlier); {summary.candidates} candidates this time, acceptance {summary.acceptance_rate:.1%}; "
+              f"stopped by {summary.stopped_by}; {summary.tokens} tokens", highlight=False)
+    if summary.rejected_by:
+        out.print("rejected by: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected_by.items())),
+                  highlight=False)
+    if total == 0:
+        out.print("no task was accepted: the validators are not relaxed for a weak model "
+                  "(see `factory rejected`)", highlight=False)
+
+
+FUNNEL_SQL = """
+SELECT validator, min(step) AS step,
+       count(*) FILTER (WHERE NOT skipped) AS seen,
+       count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected,
+       count(*) FILTER (WHERE skipped) AS skipped,
+       avg(elapsed_s) FILTER (WHERE NOT skipped) AS mean_s
+FROM verdicts WHERE (? IS NULL OR run_id = ?) GROUP BY validator ORDER BY step
+"""
+
+STAGES_SQL = """
+SELECT coalesce(validator, stage) AS what, stage, count(*) AS n
+FROM candidates WHERE status = 'rejected' AND (? IS NULL OR run_id = ?) GROUP BY ALL ORDER BY n DESC
+"""
+
+
+def funnel_rows(store: Any, run_id: str | None = None) -> dict[str, Any]:
+    """The funnel as data: per validator, plus the outcome of the candidates."""
+    validators = store.query(FUNNEL_SQL, [run_id, run_id])
+    candidates = store.query(
+        "SELECT count(*) FILTER (WHERE status = 'accepted') AS accepted, "
+        "count(*) FILTER (WHERE status = 'rejected') AS rejected, "
+        "count(*) FILTER (WHERE status = 'started') AS running, "
+        "sum(revisions) FILTER (WHERE status = 'accepted') AS accepted_revisions "
+        "FROM candidates WHERE (? IS NULL OR run_id = ?)", [run_id, run_id])[0]
+    finished = (candidates["accepted"] or 0) + (candidates["rejected"] or 0)
+    accepted = candidates["accepted"] or 0
+    return {
+        "validators": validators,
+        "rejected_outside_gauntlet": [r for r in store.query(STAGES_SQL, [run_id, run_id]) if r["stage"] != "gauntlet"],
+        "candidates": finished, "accepted": accepted, "rejected": candidates["rejected"] or 0,
+        "running": candidates["running"] or 0,
+        "acceptance_rate": round(accepted / finished, 4) if finished else 0.0,
+        "revisions_per_accepted": round((candidates["accepted_revisions"] or 0) / accepted, 3) if accepted else None,
+    }
+
+
+def funnel_command(
+    store: Path = typer.Option(..., "--store", help="store folder"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="one run only (default: all)"),
+    as_json: bool = typer.Option(False, "--json", help="print the funnel as JSON"),
+) -> None:
+    """What each validator saw, rejected and skipped, and its mean time (also during a run)."""
+    from factory.store import Store
+
+    data = funnel_rows(Store(store, create=False), run_id)
+    if as_json:
+        out.print(json.dumps(data, ensure_ascii=False, default=str), highlight=False)
+        return
+    table = Table(title="validator funnel" + (f" ({run_id})" if run_id else ""))
+    for column in ("validator", "seen", "rejected", "reject rate", "skipped", "mean time"):
+        table.add_column(column, justify="left" if column == "validator" else "right")
+    for row in data["validators"]:
+        seen = row["seen"] or 0
+        rate = f"{row['rejected'] / seen:.0%}" if seen else "-"
+        mean = f"{row['mean_s']:.3f} s" if row["mean_s"] is not None else "-"
+        table.add_row(row["validator"], str(seen), str(row["rejected"]), rate, str(row["skipped"]), mean)
+    out.print(table)
+    for row in data["rejected_outside_gauntlet"]:
+        out.print(f"rejected at {row['stage']}: {row['n']}", highlight=False)
+    revisions = data["revisions_per_accepted"]
+    out.print(f"candidates finished {data['candidates']} (running {data['running']}): accepted {data['accepted']}, "
+              f"rejected {data['rejected']}, acceptance {data['acceptance_rate']:.1%}, revisions per accepted task "
+              f"{revisions if revisions is not None else '-'}", highlight=False)
+
+
+REJECTED_SQL = """
+SELECT * FROM rejected_tasks
+WHERE (? IS NULL OR validator = ? OR stage = ?) AND (? IS NULL OR run_id = ?)
+ORDER BY _written_at DESC, candidate_id LIMIT ?
+"""
+
+
+def rejected_command(
+    store: Path = typer.Option(..., "--store", help="store folder"),
+    validator: Optional[str] = typer.Option(None, "--validator", help="only this validator (or stage: select, dedup...)"),
+    limit: int = typer.Option(20, "--limit", min=1),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="one run only (default: all)"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per line"),
+) -> None:
+    """Rejected drafts, newest first, with the reason and the feedback (also during a run)."""
+    from factory.store import Store
+
+    rows = Store(store, create=False).query(REJECTED_SQL, [validator, validator, validator, run_id, run_id, limit])
+    if as_json:
+        for row in rows:
+            out.print(json.dumps(row, ensure_ascii=False, default=str), highlight=False)
+        return
+    if not rows:
+        out.print("no rejected candidates" + (f" for {validator}" if validator else ""), highlight=False)
+    for row in rows:
+        who = row["validator"] or row["stage"]
+        out.rule(f"{row['candidate_id']}  {row['cell'] or '-'}  {who}: {row['reason']}")
+        if row["question"]:
+            out.print(f"question: {row['question']}", highlight=False, markup=False)
+            out.print(f"answer:   {row['answer']}   support: {', '.join(row['support_chunk_ids'] or [])}",
+                      highlight=False, markup=False)
+        elif row["parse_error"]:
+            out.print(f"parse error: {row['parse_error']}  raw: {(row['raw'] or '')[:300]!r}", highlight=False,
+                      markup=False)
+        out.print(f"feedback: {row['feedback'] or '-'}", highlight=False, markup=False)
+        out.print(f"attempts {row['attempts']}, revisions {row['revisions']}, prunes {row['prunes']}",
+                  highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("generate")(generate_command)
+    app.command("funnel")(funnel_command)
+    app.command("rejected")(rejected_command)
