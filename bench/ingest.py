@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import resource
@@ -106,6 +107,14 @@ def stage_pipeline(ctx: Context) -> dict[str, Any]:
 # the pipeline runs first, so that the peak memory measured after it is the pipeline's own
 STAGES: list[Callable[[Context], dict[str, Any]]] = [stage_pipeline, stage_read, stage_chunk, stage_dedup]
 
+# bench/ner.py: the NER and entity-statistics stages, after the pipeline (loaded by path:
+# bench/select.py would shadow the standard library's select if bench/ were on sys.path)
+_spec = importlib.util.spec_from_file_location("bench_ner", Path(__file__).with_name("ner.py"))
+ner = sys.modules["bench_ner"] = importlib.util.module_from_spec(_spec)  # registered: its workers pickle
+_spec.loader.exec_module(ner)
+
+STAGES += ner.ENTITY_STAGES
+
 
 def _peak_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -122,6 +131,7 @@ def run_corpus(name: str, chunk_tokens: int | None) -> dict[str, Any]:
         for stage in STAGES:
             figures.update(stage(ctx))
             figures[f"peak_rss_mb_after_{stage.__name__.removeprefix('stage_')}"] = _peak_mb()
+        figures.update(ner.totals(figures))
     figures["peak_rss_mb"] = _peak_mb()
     return figures
 

@@ -4,7 +4,8 @@
 the chunks of one language whose current version NER has not seen (the
 ``annotated_chunks`` table remembers chunk versions, also those without a mention),
 copies their text to a temporary Parquet file so that no DuckDB connection stays open
-while spaCy forks workers, streams it through ``nlp.pipe`` in batches, and writes
+while workers are forked, streams it through ``nlp.pipe`` in batches (in worker
+processes, see ``annotate_stream``), and writes
 mentions, alias links and the seen-marker in that order at each checkpoint: a killed
 run leaves at worst mentions without a marker, and the rerun's duplicates are dropped
 by the ``mentions`` key.
@@ -12,9 +13,11 @@ by the ``mentions`` key.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,6 +128,54 @@ def worker_count(settings: Settings, n_chunks: int) -> int:
     return max(1, min(wanted, os.cpu_count() or 1))
 
 
+Item = tuple[str, dict[str, str]]  # chunk text, its ids
+Result = tuple[dict[str, str], list[dict[str, Any]], list[AliasLink]]
+
+
+def annotate_batch(lang: str, items: list[Item], batch_size: int) -> list[Result]:
+    """NER, keys and alias links for a batch of chunks (runs inside a worker)."""
+    nlp = load_pipeline(lang)
+    out: list[Result] = []
+    for doc, ctx in nlp.pipe(items, as_tuples=True, batch_size=batch_size):
+        mentions = doc_mentions(doc, lang)
+        out.append((ctx, mentions, doc_aliases(doc, mentions, lang)))
+    return out
+
+
+def _batches(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def annotate_stream(lang: str, items: Iterator[Item], n_process: int, batch_size: int) -> Iterator[Result]:
+    """Results in input order. With workers, each forked worker runs ``nlp.pipe`` on a
+    batch and sends back only mentions and links: no Doc crosses a process boundary
+    (spaCy's own ``n_process`` would serialise every Doc), and keys are computed in
+    the workers too. At most two batches per worker are in flight, so memory stays
+    flat however large the corpus.
+    """
+    batches = _batches(items, batch_size * 4)
+    if n_process <= 1:
+        for batch in batches:
+            yield from annotate_batch(lang, batch, batch_size)
+        return
+    load_pipeline(lang)  # loaded once here, inherited by the forked workers
+    with multiprocessing.get_context("fork").Pool(n_process) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.apply_async(annotate_batch, (lang, batch, batch_size)))
+            if len(pending) >= 2 * n_process:
+                yield from pending.popleft().get()
+        while pending:
+            yield from pending.popleft().get()
+
+
 def annotate_chunks(
     store,
     lang: str,
@@ -137,22 +188,21 @@ def annotate_chunks(
 
     ``chunk_ids`` limits the work to those chunks (already annotated versions are
     still skipped). Writes ``mentions``, ``entity_aliases`` and ``annotated_chunks``;
-    returns the number of mentions written.
+    returns the number of mentions written. ``settings.nlp.n_process`` worker
+    processes (0: one per core; always 1 below a few hundred chunks).
     """
-    nlp = load_pipeline(lang)
+    load_pipeline(lang)  # a model problem fails before any work is exported
     path, total = _export_todo(store, lang, chunk_ids)
     written = 0
     try:
         if total == 0:
             return 0
         n_process = worker_count(settings, total)
-        docs = nlp.pipe(_stream(path), as_tuples=True, batch_size=settings.nlp.batch_size, n_process=n_process)
+        results = annotate_stream(lang, _stream(path), n_process, settings.nlp.batch_size)
         with store.writer(f"ner-{lang}", flush_rows=10**9, flush_seconds=float("inf")) as writer, _progress(progress) as bar:
             task = bar.add_task(f"NER ({lang}, {n_process} proc)", total=total) if bar else None
             since_checkpoint = 0
-            for doc, ctx in docs:
-                mentions = doc_mentions(doc, lang)
-                links = doc_aliases(doc, mentions, lang)
+            for ctx, mentions, links in results:
                 writer.append("mentions", (
                     {**m, "chunk_id": ctx["chunk_id"], "doc_id": ctx["doc_id"],
                      "content_hash": ctx["content_hash"], "run_id": run_id}
