@@ -229,6 +229,34 @@ class ComposeSettings(Section):
     max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
 
 
+class TrainingSettings(Section):
+    """`factory export-training`: SFT and RL pools, teacher trajectories, the datamix."""
+
+    sft_share: float = Field(0.5, ge=0, le=1, description="share of new task groups that go to the SFT pool")
+    sft_max: int | None = Field(None, ge=0, description="SFT pool size cap per language (None: no cap)")
+    rl_max: int | None = Field(None, ge=0, description="RL pool size cap per language (None: no cap)")
+    dup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
+    dup_perm: int = Field(128, ge=16)
+    exclude_build_runs: bool = Field(True, description="tasks of build-benchmark runs in the store count as benchmark tasks")
+    teacher: str | None = Field(None, description="LLM spec of the teacher agent (None: no new episodes are run)")
+    episodes_per_task: int = Field(1, ge=1, description="teacher episodes per SFT task")
+    max_teacher_tasks: int | None = Field(None, ge=0, description="SFT tasks the teacher runs on per export (budget)")
+    teacher_concurrency: int = Field(1, ge=1, description="teacher episodes in flight")
+    low_recall: float = Field(0.5, ge=0, le=1, description="episodes with a final recall below this are flagged low_recall")
+    easy_recall: float = Field(1.0, ge=0, le=1, description="task difficulty 'easy' at or above this agent recall")
+    hard_recall: float = Field(0.5, ge=0, le=1, description="task difficulty 'hard' below this agent recall")
+    mix_dimensions: list[str] = Field(
+        default_factory=lambda: ["round", "ending_action", "difficulty", "mechanic", "completeness"],
+        description="sample features the datamix balances",
+    )
+    mix_targets: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="target shares per dimension; a dimension left out: uniform over observed values"
+    )
+    mix_size: int | None = Field(None, ge=1, description="SFT samples wanted per language (None: as many as downsampling keeps)")
+    mix_max_copies: int = Field(1, ge=1, description="copies of one sample at most; above 1 allows upsampling (flagged)")
+    mix_iterations: int = Field(100, ge=1, description="iterative proportional fitting passes")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTORY_", env_nested_delimiter="__", extra="forbid")
 
@@ -243,6 +271,7 @@ class Settings(BaseSettings):
     build: BuildSettings = BuildSettings()
     agent: AgentSettings = AgentSettings()
     compose: ComposeSettings = ComposeSettings()
+    training: TrainingSettings = TrainingSettings()
 
     @classmethod
     def settings_customise_sources(
