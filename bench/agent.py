@@ -3,6 +3,7 @@
     .venv/bin/python bench/agent.py                    # both parts (minutes: the real model is slow on CPU)
     .venv/bin/python bench/agent.py --no-model         # harness overhead only
     .venv/bin/python bench/agent.py --questions 3 --llm llamacpp:smollm2-135m
+    .venv/bin/python bench/agent.py --make-benchmark outputs/wiki-eval   # a BEIR folder for `factory eval`
 
 Corpus: the shared en-wiki-vital leads, one chunk per document (``ID_0``), in a BM25
 fixed index built into a temporary folder.
@@ -171,6 +172,57 @@ def bench_model(index, docs: list[dict], spec: str, questions: int, max_rounds: 
     return results
 
 
+def write_wiki_benchmark(out: Path, docs: list[dict], n_single: int, n_pair: int, dense: str | None) -> None:
+    """A hand-built BEIR folder over en-wiki-vital (one chunk per lead), for `factory eval`.
+
+    ``describe`` queries name a document by its description (one relevant chunk);
+    ``link`` queries need two: a document found by its description and a document
+    its lead mentions by title, itself named by its description.
+    """
+    import random
+    import re
+
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(13)
+    by_title = {d["title"]: d for d in docs if d.get("description")}
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as handle:
+        for d in docs:
+            handle.write(json.dumps({"_id": f"{d['id']}_0", "title": d["title"], "text": d["text"], "doc_id": d["id"]},
+                                    ensure_ascii=False) + "\n")
+    described = [d for d in docs if d.get("description")]
+    queries, qrels = [], []
+    for d in rng.sample(described, n_single):
+        queries.append({"_id": f"describe-{d['id']}", "text": f"Which subject is described as: {d['description']}?",
+                        "mechanic": "describe"})
+        qrels.append((queries[-1]["_id"], f"{d['id']}_0"))
+    pairs = []
+    titles = sorted((t for t in by_title if len(t) > 4), key=len, reverse=True)
+    for d in rng.sample(described, len(described)):
+        linked = next((by_title[t] for t in titles if t != d["title"] and re.search(rf"\b{re.escape(t)}\b", d["text"])), None)
+        if linked is not None:
+            pairs.append((d, linked))
+        if len(pairs) == n_pair:
+            break
+    for d, linked in pairs:
+        qid = f"link-{d['id']}-{linked['id']}"
+        queries.append({"_id": qid, "mechanic": "link", "text":
+                        f'The article on the subject described as "{d["description"]}" mentions a subject '
+                        f'described as "{linked["description"]}". Which one?'})
+        qrels += [(qid, f"{d['id']}_0"), (qid, f"{linked['id']}_0")]
+    with open(out / "queries.jsonl", "w", encoding="utf-8") as handle:
+        for q in queries:
+            handle.write(json.dumps(q, ensure_ascii=False) + "\n")
+    (out / "qrels").mkdir(exist_ok=True)
+    (out / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{c}\t1\n" for q, c in qrels), encoding="utf-8"
+    )
+    chunks = [{"chunk_id": f"{d['id']}_0", "title": d["title"], "text": d["text"]} for d in docs]
+    start = time.perf_counter()
+    build_index_from_chunks(chunks, out / "index", "en", Settings(), dense=dense, progress=False)
+    emit(part="benchmark", out=str(out), chunks=len(chunks), queries=len(queries), judgements=len(qrels),
+         index_build_s=round(time.perf_counter() - start, 1), dense=dense)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=None, help="index only the first N documents")
@@ -179,9 +231,17 @@ def main() -> None:
     parser.add_argument("--llm", default="llamacpp:smollm2-135m")
     parser.add_argument("--max-rounds", type=int, default=None, help="cap the agent's rounds (default: the profile's)")
     parser.add_argument("--no-model", action="store_true")
+    parser.add_argument("--make-benchmark", type=Path, default=None,
+                        help="only write a hand-built BEIR folder over the corpus (with its index) and stop")
+    parser.add_argument("--single", type=int, default=20, help="describe queries of --make-benchmark")
+    parser.add_argument("--pairs", type=int, default=20, help="link queries of --make-benchmark")
+    parser.add_argument("--dense", default="default", help="dense model of --make-benchmark's index (or none)")
     args = parser.parse_args()
 
     docs = load_docs(args.docs)
+    if args.make_benchmark:
+        write_wiki_benchmark(args.make_benchmark, docs, args.single, args.pairs, None if args.dense == "none" else args.dense)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         chunks = [{"chunk_id": f"{d['id']}_0", "title": d["title"], "text": d["text"]} for d in docs]

@@ -151,3 +151,31 @@ def test_overriding_one_small_field_keeps_the_small_defaults(searcher, monkeypat
     agent = SearchAgent(searcher, make_llm("json", [], context_tokens=8192), settings)
     assert agent.limits.max_turns_per_round == 3
     assert agent.limits.snippet_chars == 320 and agent.limits.top_k_max == 5 and agent.limits.round_token_budget == 6144
+
+
+def test_through_the_gateway_calls_are_logged_by_stage_and_item_and_reruns_are_cached(searcher, store):
+    from factory.llm.gateway import Gateway
+
+    script = [search("json", "Vellmoor"), finalize("json", ["en_place_001_0"])]
+    gateway = Gateway(make_llm("json", list(script)), store)
+    first = SearchAgent(searcher, gateway, settings_with(rounds=1), stage="agent_run").episode("Q?", item_id="d-1")
+    rows = store.query("SELECT stage, item_id FROM llm_calls ORDER BY stage")
+    assert rows == [{"stage": "agent_run", "item_id": "d-1"}] * 2
+    # the same episode again spends no call: every request is served from the cache
+    again = Gateway(make_llm("json", []), store)
+    second = SearchAgent(searcher, again, settings_with(rounds=1), stage="agent_run").episode("Q?", item_id="d-1")
+    assert [r.chunk_id for r in second.ranking] == [r.chunk_id for r in first.ranking] == ["en_place_001_0"]
+    assert again.backend.calls == 0
+
+
+def test_protocol_follows_backend_capability():
+    from factory.agent.config import supports_tools
+    from factory.llm.gateway import Gateway
+    from factory.llm.openai_backend import OpenAIBackend
+
+    vllm = OpenAIBackend(["http://127.0.0.1:9/v1"], "m", context_tokens=32_768)
+    llama_server = OpenAIBackend(["http://127.0.0.1:9/v1"], "m", structured="json_object", context_tokens=8192)
+    assert supports_tools(vllm) and supports_tools(Gateway(vllm))
+    assert not supports_tools(llama_server) and not supports_tools(Gateway(make_llm("json", [])))
+    flagged = make_llm("tools", [])
+    assert supports_tools(Gateway(flagged))  # an explicit flag on the backend wins
