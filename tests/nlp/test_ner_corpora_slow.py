@@ -13,7 +13,7 @@ from factory.settings import Settings
 
 CASES = {
     "en": ("en-wiki-vital", 460, {"united states", "china", "india", "europe"}),
-    "ru": ("ru-wikinews", 300, {"россия", "москва", "сша"}),
+    "ru": ("ru-wikinews", 100, {"россия", "москва", "сша"}),
 }
 
 
@@ -27,7 +27,7 @@ def test_shared_corpus_sample(lang: str, store, shared_corpora) -> None:
     settings = Settings(nlp={"n_process": 2, "batch_size": 32})
     written = annotate_chunks(store, lang, settings, "slow", progress=False)
     assert store.scalar("SELECT count(*) FROM annotated_chunks") == len(rows)
-    assert written >= 5 * len(rows)
+    assert written >= 2 * len(rows)
 
     # the worker path gives exactly what one process gives
     sample = rows[:40]
@@ -45,7 +45,7 @@ def test_shared_corpus_sample(lang: str, store, shared_corpora) -> None:
         assert labels[label] >= 0.03 * written, (label, labels)
 
     summary = compute_statistics(store, "slow")
-    assert summary["n_mentions"] == written and summary["n_pairs"] > 10 * len(rows)
+    assert summary["n_mentions"] == written and summary["n_pairs"] > 3 * len(rows)
     top = {r["entity_key"] for r in store.query(
         "SELECT entity_key FROM current_entities WHERE label NOT IN ('date', 'number') "
         "ORDER BY doc_freq DESC, entity_key LIMIT 15")}
