@@ -323,14 +323,19 @@ def _generation_context(plan: BuildPlan, store: Store, gateway: Any) -> Any:
     return make_context(store, index, gateway, plan.settings, lang=plan.lang, run_id=plan.run_id, seed=plan.settings.seed)
 
 
-@flow(name="generate-candidates", persist_result=False)
-def generate_candidates(plan: BuildPlan, ctx: Any) -> LoopReport:
-    """One Prefect task per candidate index, on the flow's task runner."""
+# Objects a subflow needs but that cannot be flow parameters (parameters go to the
+# Prefect API as JSON): the plan and the generation context, by run id, this process only.
+_LIVE: dict[str, tuple[BuildPlan, Any]] = {}
+
+
+@flow(name="generate-candidates", persist_result=False, validate_parameters=False)
+def generate_candidates(run_id: str, n: int, concurrency: int, max_attempts: int, token_budget: int | None) -> LoopReport:
+    """One Prefect task per candidate index, on this subflow's task runner."""
+    plan, ctx = _LIVE[run_id]
     logger = get_run_logger()
-    store = plan.open_store()
-    state = RunState.read(store, plan.run_id)
+    state = RunState.read(plan.open_store(), run_id)
     if state.done:
-        logger.info("resuming %s: %d candidates finished earlier, %d accepted", plan.run_id, len(state.done), state.accepted)
+        logger.info("resuming %s: %d candidates finished earlier, %d accepted", run_id, len(state.done), state.accepted)
 
     def submit(idx: int) -> Any:
         return candidate.submit(idx, quote(ctx))
@@ -380,11 +385,18 @@ def build_benchmark(
     ingest_corpus(quote(plan))
     fixed_index(quote(plan))
     gateway = make_gateway(plan.settings.llm.spec, plan.settings.llm, db, run_id=plan.run_id)
+    ctx = None
     try:
         ctx = _generation_context(plan, db, gateway)
         runner = make_task_runner(plan.task_runner, plan.concurrency)
-        report = generate_candidates.with_options(task_runner=runner)(quote(plan), quote(ctx))
+        _LIVE[plan.run_id] = (plan, ctx)
+        report = generate_candidates.with_options(task_runner=runner)(
+            plan.run_id, plan.n, plan.concurrency, plan.max_attempts, plan.token_budget
+        )
     finally:
+        _LIVE.pop(plan.run_id, None)
+        if ctx is not None:
+            ctx.writer.close()
         gateway.close()
     notes = []
     if report.failed:

@@ -128,7 +128,7 @@ class FactoryFake:
         # chains end at the answer: the last passage that states it
         answer_label = next((p for p in reversed(labels) if any(answer.casefold() in f.casefold() for f in facts[p])),
                             labels[-1])
-        banned = self._banned(user) if "<draft>" in user else set()
+        banned = self._banned(user) if "<draft>" in user else set()  # revising: drop what the checks quoted
         avoid = {w.casefold() for name in hidden + named + [answer] for w in _WORD.findall(name)}
         clue_labels = [p for p in labels if p != answer_label] or labels
         # a stable choice per prompt, so different candidates get different words and templates
@@ -139,9 +139,12 @@ class FactoryFake:
             shortlist = words[: max(3, len(words) // 2)]
             clues.extend(pick.sample(shortlist, min(len(shortlist), 2 if not clues else 1)))
         noun = self._noun(answer)
+        revising = "<draft>" in user
         if len(clues) >= 2:
+            # a revision hides the words behind an indirect description, as the checks ask
+            describe = self._indirect if revising else self._quote
             template = pick.choice(QUESTION[lang])
-            question = template.format(noun=noun, first=self._quote(clues[:-1], lang), second=self._quote(clues[-1:], lang))
+            question = template.format(noun=noun, first=describe(clues[:-1], lang), second=describe(clues[-1:], lang))
         else:
             question = QUESTION_BARE[lang].format(noun=noun)
         probes = [self._probe(facts[p][0], lang) for p in labels if facts.get(p)]
@@ -206,6 +209,18 @@ class FactoryFake:
         if lang == "ru":
             return " и ".join(f"«{w}»" for w in words)
         return " and ".join(f'"{w}"' for w in words)
+
+    @staticmethod
+    def _indirect(words: list[str], lang: str) -> str:
+        """'"f" + 4 letters' for "flood": the word without any token a search could match."""
+        if lang == "ru":
+            def letters(k: int) -> str:
+                if k % 10 == 1 and k % 100 != 11:
+                    return "буква"
+                return "буквы" if k % 10 in (2, 3, 4) and k % 100 not in (12, 13, 14) else "букв"
+
+            return " и ".join(f"слова «{w[0]}» + {len(w) - 1} {letters(len(w) - 1)}" for w in words)
+        return " and ".join(f'the word "{w[0]}" + {len(w) - 1} letters' for w in words)
 
     @staticmethod
     def _noun(answer: str) -> str:
