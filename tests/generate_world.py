@@ -44,6 +44,7 @@ class Crash(BaseException):
 @dataclass
 class World:
     plan: Plan = field(default_factory=Plan)
+    lang: str = "en"
     # question -> [(answer, the fact sentences it needs)]; several candidates may share a question
     answers: dict[str, list[tuple[str, frozenset[str]]]] = field(default_factory=dict)
     calls: int = 0
@@ -80,11 +81,11 @@ class World:
         return {"facts": facts}
 
     def draft(self, prompt: str, request: LLMRequest) -> dict:
-        say = phrases("en")
+        say = phrases(self.lang)
         pattern = re.escape(say["answer"]).replace(re.escape("{name}"), "(.+)")
         found = re.search(pattern, prompt)
         answer = found.group(1).strip() if found else "Nobody"
-        revising = "Your previous version" in prompt
+        revising = "<feedback>" in prompt
         mode = self.plan.revise if revising else self.plan.compose
         facts = re.findall(r"^\[(P\d+)\] ", prompt, re.MULTILINE)
         seed = prompt if mode != "same" else "same"
@@ -106,7 +107,7 @@ class World:
         return [s for s in re.findall(r"^\[P\d+\] In other words: (.*)$", prompt, re.MULTILINE)]
 
     def read(self, prompt: str) -> dict:
-        question = re.search(r"Question: (.*)", prompt).group(1).strip()
+        question = re.search(r"(?:Question|Вопрос): (.*)", prompt).group(1).strip()
         with self._lock:
             entries = list(self.answers.get(question, []))
         answer = next((a for a, needs in entries if all(sentence in prompt for sentence in needs)), "unknown")

@@ -234,3 +234,33 @@ def test_cli_generate_funnel_rejected(built, tmp_path):
     only = _cli("rejected", "--store", store, "--validator", first["validator"] or first["stage"])
     assert first["candidate_id"] in only
     assert "no rejected candidates" in _cli("rejected", "--store", store, "--validator", "nonesuch")
+
+
+@pytest.fixture(scope="session")
+def built_ru(tmp_path_factory):
+    from factory.index.fixed import build_index
+    from factory.ingest import ingest
+
+    root = tmp_path_factory.mktemp("generate-ru")
+    store = Store(root / "store")
+    ingest(FIXTURE.with_name("corpus_ru.jsonl"), store, "ru", Settings())
+    build_index(store, root / "index", "ru", dense=None, progress=False)
+    chain_only_taxonomy(ROOT / "taxonomy", root / "taxonomy")
+    return root
+
+
+def test_russian_path_end_to_end(built_ru, tmp_path):
+    """Russian: a leaked answer (caught by lemma-level leakage), revised, then every validator passes."""
+    from factory.index.fixed import open_index
+
+    shutil.copytree(built_ru / "store", tmp_path / "store")
+    store = Store(tmp_path / "store")
+    world = World(Plan(compose="leak", revise="clean"), lang="ru")
+    summary = run_generation(store, open_index(built_ru / "index", store=store), world.llm(), Settings(), n=1,
+                             lang="ru", run_id="ru", seed=2, max_attempts=3, taxonomy=load_taxonomy(built_ru / "taxonomy"))
+    assert summary.accepted == 1, store.query("SELECT * FROM rejected_tasks")
+    task = store.query("SELECT * FROM tasks")[0]
+    assert task["lang"] == "ru" and task["revisions"] >= 1
+    first = store.query("SELECT failed_validator, failed_reason FROM attempts WHERE origin = 'compose' "
+                        "AND candidate_id = ?", [task["candidate_id"]])[0]
+    assert first == {"failed_validator": "leakage", "failed_reason": "answer_leaked"}
