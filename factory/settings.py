@@ -229,6 +229,21 @@ class ComposeSettings(Section):
     max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
 
 
+class AuditSettings(Section):
+    """`factory audit`: the gauntlet on a benchmark the factory did not write."""
+
+    validators: list[str] = Field(
+        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        description="validators to run (each one that cannot run on a question says why)",
+    )
+    answer_chunks: Literal["auto", "all", "none"] = Field(
+        "auto", description="which judged passages count as the answer chunk: auto (given, the only one, or those "
+        "holding the answer), all (single-hop sets), none (only the share-of-support rule)",
+    )
+    stop_at_first_flag: bool = Field(False, description="stop a question's validators at its first flag (saves LLM calls)")
+    worst_examples: int = Field(10, ge=0, description="flagged examples shown in the card")
+
+
 class TrainingSettings(Section):
     """`factory export-training`: SFT and RL pools, teacher trajectories, the datamix."""
 
@@ -270,6 +285,7 @@ class Settings(BaseSettings):
     generate: GenerateSettings = GenerateSettings()
     build: BuildSettings = BuildSettings()
     agent: AgentSettings = AgentSettings()
+    audit: AuditSettings = AuditSettings()
     compose: ComposeSettings = ComposeSettings()
     training: TrainingSettings = TrainingSettings()
 
