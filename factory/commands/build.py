@@ -166,7 +166,7 @@ def _print_summary(store_path: Path, run_id: str, result: dict[str, Any]) -> Non
     )
     if finished is not None:
         console.print(f"acceptance: {result['accepted_total']}/{finished} finished candidates")
-    console.print(json.dumps(result, sort_keys=True))
+    typer.echo(json.dumps(result, sort_keys=True))  # one unwrapped line, for scripts
 
 
 def register(app: typer.Typer) -> None:
