@@ -55,3 +55,13 @@ def test_eval_recall_equals_ir_measures_and_the_audit(tmp_path, shared_corpora):
         shortcut = next(v for v in item.verdicts if v.validator == "shortcut")
         found = shortcut.figures["searchers"]["bm25"]["support_in_top"]
         assert abs(found / len(item.draft.support_chunk_ids) - per_query.get(item.question.qid, 0.0)) < 1e-9
+
+
+def test_eval_reads_judgements_where_beir_folders_put_them(tmp_path):
+    """Folders the audit accepts (qrels.tsv, one qrels/SPLIT.tsv) are folders `factory eval` scores."""
+    for name in ("qrels.tsv", "qrels/dev.tsv"):
+        root = write_folder(tmp_path / name.replace("/", "-"), qrels_name=name)
+        out = tmp_path / f"eval-{name.replace('/', '-')}"
+        result = CliRunner().invoke(app, ["eval", "--benchmark", str(root), "--retriever", "bm25", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert json.loads((out / "metrics.json").read_text(encoding="utf-8"))["bm25/chunk"]["queries"] == 5

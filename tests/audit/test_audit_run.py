@@ -149,3 +149,25 @@ def test_agent_without_llm_says_why(tmp_path):
     root = write_folder(tmp_path / "bench")
     result = run_audit(root, tmp_path / "out", _settings(), lang="en", dense="none", agent=True)
     assert {_status(i, "agent_run")[1].reason for i in result.questions} == {"no_llm"}
+
+
+def test_the_folders_own_index_is_used_when_it_matches_its_corpus(tmp_path):
+    from factory.index.fixed import build_index_from_chunks
+
+    from audit_folder import PASSAGES
+
+    root = write_folder(tmp_path / "bench")
+    rows = [{"chunk_id": c, "title": t, "text": x} for c, _, t, x in PASSAGES]
+    build_index_from_chunks(rows, root / "index", "en", dense=None, progress=False)
+    result = run_audit(root, tmp_path / "out", _settings(), lang="en", validators=["shortcut"])
+    assert result.summary["index"]["reused_from_benchmark"] and result.summary["index"]["path"] == str(root / "index")
+    assert any("no dense vectors" in note for note in result.summary["notes"])
+    assert not (tmp_path / "out" / "index").exists()
+
+    # a corpus changed after the index was built: the index is not trusted, one is built
+    lines = (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[0] = lines[0].replace("salt warehouses", "salt sheds")
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    again = run_audit(root, tmp_path / "out2", _settings(), lang="en", dense="none", validators=["shortcut"])
+    assert not again.summary["index"]["reused_from_benchmark"]
+    assert any("index/ was not used" in note and "changed" in note for note in again.summary["notes"])
