@@ -102,8 +102,12 @@ def load_benchmark(root: str | Path) -> Benchmark:
         mechanic = record.get("mechanic") or (record.get("metadata") or {}).get("mechanic") or ""
         queries.append(Query(str(record["_id"]), record["text"], str(mechanic)))
     qrels_path = root / "qrels" / "test.tsv"
-    if not qrels_path.is_file():
-        raise BenchmarkError(f"{qrels_path}: not found")
+    if not qrels_path.is_file():  # BEIR folders vary: qrels.tsv, or a single qrels/SPLIT.tsv
+        found = [p for p in [root / "qrels.tsv", *sorted((root / "qrels").glob("*.tsv"))] if p.is_file()]
+        if len(found) != 1:
+            several = f"; several other judgement files: {', '.join(p.name for p in found)}" if found else ""
+            raise BenchmarkError(f"{qrels_path}: not found{several}")
+        qrels_path = found[0]
     qrels: dict[str, dict[str, int]] = {}
     with open(qrels_path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
