@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         for row in found[:3]:
             console.print(
                 f"[bold]{row['name']}[/]  key={row['entity_key']!r}  label={row['label']}  lang={row['lang']}"
+                f"  (matched by {row['match']})"
             )
             console.print(
                 f"  mentions {row['mention_count']:,} · chunks {row['chunk_freq']:,} · documents {row['doc_freq']:,}"

@@ -37,9 +37,12 @@ def candidate_keys(name: str, lang: str) -> list[str]:
 
 
 def find_entity(store, name: str, lang: str | None = None) -> list[dict[str, Any]]:
-    """Current entities a name refers to: by key, by a surface form, or by an alias link.
+    """Current entities a name refers to, most documents first, each with ``match``:
 
-    Most frequent first; empty when nothing matches (see ``suggest_entities``).
+    ``key`` (the name's key is the entity's key), ``surname`` (a one-word name is the
+    last word of a person's key: "Путина" finds «Владимир Путин»), ``form`` (the
+    name is one of the entity's surface forms) or ``alias`` (an alias link). Empty
+    when nothing matches (see ``suggest_entities``).
     """
     langs = [lang] if lang else ["en", "ru"]
     keys = sorted({k for code in langs for k in candidate_keys(name, code) if k})
@@ -48,22 +51,30 @@ def find_entity(store, name: str, lang: str | None = None) -> list[dict[str, Any
     marks = ", ".join("?" for _ in keys)
     lang_filter = "AND e.lang = ?" if lang else ""
     lang_params = [lang] if lang else []
+    single = [k for k in keys if " " not in k]
+    surname = (
+        "OR (e.label = 'person' AND list_has_any(?::VARCHAR[], [string_split(e.entity_key, ' ')[-1]]) "
+        "AND contains(e.entity_key, ' '))"
+        if single else ""
+    )
     rows = store.query(
-        f"SELECT * FROM current_entities e WHERE e.entity_key IN ({marks}) {lang_filter} "
-        "ORDER BY e.doc_freq DESC, e.entity_key",
-        [*keys, *lang_params],
+        f"""SELECT *, CASE WHEN e.entity_key IN ({marks}) THEN 'key' ELSE 'surname' END AS match
+            FROM current_entities e
+            WHERE (e.entity_key IN ({marks}) {surname}) {lang_filter}
+            ORDER BY e.doc_freq DESC, e.entity_key""",
+        [*keys, *keys, *([single] if single else []), *lang_params],
     )
     if rows:
         return rows
     rows = store.query(
-        f"SELECT * FROM current_entities e WHERE list_contains(e.aliases, ?) {lang_filter} "
+        f"SELECT *, 'form' AS match FROM current_entities e WHERE list_contains(e.aliases, ?) {lang_filter} "
         "ORDER BY e.doc_freq DESC, e.entity_key",
         [name.strip(), *lang_params],
     )
     if rows:
         return rows
     return store.query(
-        f"""SELECT DISTINCT e.* FROM entity_aliases a
+        f"""SELECT DISTINCT e.*, 'alias' AS match FROM entity_aliases a
             JOIN current_entities e ON e.entity_key = a.entity_key
             WHERE a.alias_key IN ({marks}) {lang_filter}
             ORDER BY e.doc_freq DESC, e.entity_key""",

@@ -64,13 +64,15 @@ def print_entity_summary(store, console: Console, top: int = 20) -> None:
         table.add_row(row["lang"], row["label"], f"{row['entities']:,}", f"{row['mentions']:,}", f"{row['in_2_docs']:,}")
     console.print(table)
     for lang in sorted({row["lang"] for row in by_label}):
-        table = Table(title=f"Top {top} entities ({lang}, by documents)")
-        for column in ("#", "name", "label", "key", "docs", "chunks", "mentions"):
-            table.add_column(column, justify="right" if column in ("#", "docs", "chunks", "mentions") else "left")
-        for i, row in enumerate(top_entities(store, top, lang), 1):
-            table.add_row(str(i), row["name"], row["label"], row["entity_key"], f"{row['doc_freq']:,}",
-                          f"{row['chunk_freq']:,}", f"{row['mention_count']:,}")
-        console.print(table)
+        for title, labels, n in ((f"Top {top} named entities ({lang}, by documents)", NAMED_LABELS, top),
+                                 (f"Top 10 dates and numbers ({lang}, by documents)", ("date", "number"), 10)):
+            table = Table(title=title)
+            for column in ("#", "name", "label", "key", "docs", "chunks", "mentions"):
+                table.add_column(column, justify="right" if column in ("#", "docs", "chunks", "mentions") else "left")
+            for i, row in enumerate(top_entities(store, n, lang, labels), 1):
+                table.add_row(str(i), row["name"], row["label"], row["entity_key"], f"{row['doc_freq']:,}",
+                              f"{row['chunk_freq']:,}", f"{row['mention_count']:,}")
+            console.print(table)
         table = Table(title=f"Top co-occurring pairs ({lang}, named entities, by shared chunks)")
         for column in ("a", "b", "chunks", "docs", "npmi"):
             table.add_column(column, justify="right" if column in ("chunks", "docs", "npmi") else "left")

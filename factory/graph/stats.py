@@ -75,7 +75,7 @@ UPDATE cur SET key = pf.full_key FROM person_fold pf
     WHERE cur.label = 'person' AND cur.doc_id = pf.doc_id AND cur.lang = pf.lang AND cur.key = pf.short_key;
 """
 
-_ENTITIES = """
+_ENTITIES = r"""
 CREATE TEMP TABLE ent AS
     SELECT lang, key, count(*) AS mention_count, count(DISTINCT chunk_id) AS chunk_freq,
            count(DISTINCT doc_id) AS doc_freq
@@ -96,7 +96,10 @@ CREATE TEMP TABLE ent_forms AS
     ),
     merged AS (SELECT lang, key, text, max(n) AS n FROM forms GROUP BY ALL)
     SELECT lang, key,
-           first(text ORDER BY n DESC, text) AS name,
+           -- the name: the most frequent form that is already the key's own form
+           -- («Россия», not the more frequent «России»), else the most frequent form
+           first(text ORDER BY (trim(regexp_replace(replace(lower(text), 'ё', 'е'), '[^\p{{L}}\p{{N}}]+', ' ', 'g')) = key) DESC,
+                 n DESC, text) AS name,
            list(text ORDER BY n DESC, text)[1:{max_aliases}] AS aliases
     FROM merged GROUP BY ALL;
 CREATE TEMP TABLE chunk_n AS

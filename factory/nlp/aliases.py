@@ -67,8 +67,12 @@ def initials(name: str) -> tuple[str, str]:
 
 def acronym_matches(name: str, acronym: str) -> bool:
     """True when the capitals of ``acronym`` are the initials of ``name``: МВД, NATO, СПбГУ."""
+    if not re.fullmatch(_ACRONYM, acronym):
+        return False  # one token: "Владимир Борисович Гройсман" is no acronym of a name with those initials
     letters = "".join(ch for ch in acronym if ch.isupper())
-    if len(letters) < 2 or len(re.findall(r"[^\W\d_]+", name)) < 2:
+    if len(letters) < 2 or 2 * len(letters) < sum(ch.isalpha() for ch in acronym):
+        return False  # mostly capitals: МИСиС and СПбГУ are acronyms, "Nato" written as a word is not
+    if len(re.findall(r"[^\W\d_]+", name)) < 2:
         return False
     every, content = initials(name)
     return letters in (every, content)

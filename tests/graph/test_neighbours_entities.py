@@ -50,6 +50,11 @@ def test_find_entity_by_any_form(world) -> None:
     assert rows and rows[0]["entity_key"] == "northern cartographic society"
     assert find_entity(world, "Vellmoor")[0]["lang"] == "en"
     assert find_entity(world, "Nowhere Such Place", "en") == []
+    # a surname alone finds the person's full key
+    rows = find_entity(world, "Oswick", "en")
+    assert rows and rows[0]["entity_key"] == "maren oswick" and rows[0]["match"] == "surname"
+    rows = find_entity(world, "Брагина", "ru")
+    assert "петр брагин" in {r["entity_key"] for r in rows}
 
 
 def test_suggestions_for_a_misspelt_name(world) -> None:

@@ -29,6 +29,8 @@ def _mention(text: str, name: str, label: str = "organization") -> tuple[int, in
         ("Apple", "company", False),
         ("Northern Cartographic Society", "NATO", False),
         ("Министерство внутренних дел", "ФСБ", False),
+        ("Владимир Борисович Гройсман", "Володимир Борисович Гройсман", False),
+        ("Московский институт стали и сплавов", "МИСиС", True),
     ],
 )
 def test_acronym_matches(name: str, acronym: str, ok: bool) -> None:
