@@ -270,6 +270,8 @@ class TrainingSettings(Section):
     mix_size: int | None = Field(None, ge=1, description="SFT samples wanted per language (None: as many as downsampling keeps)")
     mix_max_copies: int = Field(1, ge=1, description="copies of one sample at most; above 1 allows upsampling (flagged)")
     mix_iterations: int = Field(100, ge=1, description="iterative proportional fitting passes")
+    mix_tolerance: float = Field(0.02, ge=0, le=1, description="without mix_size: keep the most samples whose mean TV "
+                                 "distance is within this of the fully balanced subset's")
 
 
 class Settings(BaseSettings):
