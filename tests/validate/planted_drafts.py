@@ -149,7 +149,7 @@ def _draft(lang: str, a: Entity, b: Entity, c: Entity, question: str, i: int, **
 
 def clean_cases(lang: str, n: int, seed: int = 0) -> list[Case]:
     rng = random.Random(seed)
-    found = chains(lang)
+    found = list(chains(lang))  # a copy: chains() is cached and shuffled below
     rng.shuffle(found)
     cases = []
     for i, (a, b, c) in enumerate(itertools.islice(itertools.cycle(found), n)):
@@ -204,7 +204,7 @@ def leak_variants(entity: Entity, lang: str, rng: random.Random) -> list[tuple[s
 
 def leak_cases(lang: str, role: str, n: int, seed: int = 1) -> list[Case]:
     rng = random.Random(seed)
-    found = chains(lang)
+    found = list(chains(lang))  # a copy: chains() is cached and shuffled below
     rng.shuffle(found)
     cases = []
     for i, (a, b, c) in enumerate(itertools.islice(itertools.cycle(found), n)):
@@ -249,7 +249,7 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
 def shortcut_cases(lang: str, n: int, seed: int = 3) -> list[Case]:
     """Questions made of the evidence's own words: the answer chunk's opening sentence."""
     rng = random.Random(seed)
-    found = chains(lang)
+    found = list(chains(lang))  # a copy: chains() is cached and shuffled below
     rng.shuffle(found)
     lead = {"en": "Which {c} fits this description: {s}", "ru": "Какой объект типа «{c}» подходит под описание: {s}"}
     cases = []
@@ -287,7 +287,7 @@ def generic_cases(lang: str, n: int, seed: int = 4) -> list[Case]:
                "Назовите {c}, которым заканчивается цепочка: {a}, затем {b}, затем ответ."],
     }
     abstract = lambda kind: ABSTRACT[lang].get(kind, "объект" if lang == "ru" else "entity")  # noqa: E731
-    found = chains(lang)
+    found = list(chains(lang))  # a copy: chains() is cached and shuffled below
     random.Random(seed).shuffle(found)
     cases = []
     for i, (a, b, c) in enumerate(itertools.islice(itertools.cycle(found), n)):

@@ -111,28 +111,26 @@ def test_closed_book_llm_judge_only_when_enabled():
     assert not judged.ok and judged.figures["matches"] == ["judge"] * 3
 
 
-def _reader_setup(lang, n, *, decorative: bool):
-    seed = 41 if decorative else 42
-    cases = list({c.draft.question: c for c in clean_cases(lang, 6 * n, seed=seed)}.values())[:n]
-    needs, answers, extra = {}, {}, {}
-    pool = sorted(chunk_texts(lang))
-    for i, case in enumerate(cases):
+def _reader_setup(lang, n):
+    """n clean drafts and n with an unrelated extra chunk; every question distinct (the reader keys on it)."""
+    pool = list({c.draft.question: c for c in clean_cases(lang, 12 * n, seed=41)}.values())
+    assert len(pool) >= 2 * n
+    clean, noisy = pool[:n], pool[n : 2 * n]
+    needs = {c.draft.question: set(c.draft.support_chunk_ids) for c in pool[: 2 * n]}
+    answers = {c.draft.question: c.draft.answer for c in pool[: 2 * n]}
+    chunk_pool = sorted(chunk_texts(lang))
+    extra = {}
+    for i, case in enumerate(noisy):
         d = case.draft
-        needs[d.question] = set(d.support_chunk_ids)
-        answers[d.question] = d.answer
-        if decorative:
-            spare = next(c for c in pool[i % len(pool):] + pool if c not in d.support_chunk_ids)
-            d.support_chunk_ids = [*d.support_chunk_ids, spare]
-            extra[d.draft_id] = spare
-    return cases, needs, answers, extra
+        spare = next(c for c in chunk_pool[i % len(chunk_pool):] + chunk_pool if c not in d.support_chunk_ids)
+        d.support_chunk_ids = [*d.support_chunk_ids, spare]
+        extra[d.draft_id] = spare
+    return clean, noisy, needs, answers, extra
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_solvability_and_necessity_planted(lang):
-    clean, needs, answers, _ = _reader_setup(lang, 50, decorative=False)
-    noisy, needs2, answers2, extra = _reader_setup(lang, 50, decorative=True)
-    needs.update(needs2)
-    answers.update(answers2)
+    clean, noisy, needs, answers, extra = _reader_setup(lang, 50)
     ctx = _contexts(lang, FakeLLM(default=Reader(needs, answers)))
     assert all(SolvabilityValidator().check(c.draft, ctx).ok for c in clean + noisy)
     clean_verdicts = [NecessityValidator().check(c.draft, ctx) for c in clean]
