@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factory.audit.checks import ALL_VALIDATORS
 
 if TYPE_CHECKING:
     from factory.audit.inputs import AuditInput

@@ -174,37 +174,59 @@ def run_audit(
     load_into_store(data, store, lang, audit_id)
     index, index_info = open_audit_index(data, store, out, lang, settings, dense)
 
-    gateway = llm
+    gateway, owned = llm, False
     if gateway is None and llm_spec:
         from factory.llm.registry import make_gateway
 
-        gateway = make_gateway(llm_spec, settings.llm, store, stage_default="audit", run_id=audit_id)
+        gateway, owned = make_gateway(llm_spec, settings.llm, store, stage_default="audit", run_id=audit_id), True
+    try:
+        ctx = _context(settings, store, index, index_info, gateway, agent)
+        items = _audit_all(data, ctx, settings, lang, set(selected), gateway is not None, agent, progress)
+    finally:
+        if owned:
+            gateway.close()
+    summary = build_summary(
+        items, data, settings, audit_id=audit_id, lang=lang, index=index_info, order=list(ALL_VALIDATORS),
+        selected=selected, llm=(llm_spec or getattr(gateway, "name", "") or "") if gateway is not None else "",
+        agent=agent, elapsed_s=time.perf_counter() - t0,
+    )
+    stats = getattr(gateway, "stats", None)
+    if stats is not None and hasattr(stats, "as_dict"):
+        summary["llm_usage"] = stats.as_dict()
+    _write_rows(store, audit_id, lang, items, summary, started, str(data.root), list(ALL_VALIDATORS))
+    files = write_outputs(out, items, summary, settings.audit.worst_examples)
+    return AuditResult(audit_id, out, summary, items, files)
+
+
+def _context(settings: Settings, store: Any, index: Any, index_info: IndexInfo, gateway: Any,
+             agent: bool) -> ValidationContext:
     difficulty = None
     validation = settings.validation.model_copy(update={"agent_run": bool(agent)})
     if agent and gateway is not None:
         from factory.agent.difficulty import DifficultyChecker
 
         difficulty = DifficultyChecker(index, gateway, settings, store)
-    chunks = StoreChunks(store)
     searchers = {kind: index.searcher(kind) for kind in index_info.searchers if kind in validation.shortcut_searchers}
-    ctx = ValidationContext(settings=validation, chunks=chunks, searchers=searchers, llm=gateway,
+    ctx = ValidationContext(settings=validation, chunks=StoreChunks(store), searchers=searchers, llm=gateway,
                             entity_names=store_entity_names(store), difficulty=difficulty)
     ctx.get_lexicon()  # once, before questions run in parallel
+    return ctx
 
-    texts = chunks.texts(sorted({c for q in data.questions for c in q.support}))
+
+def _audit_all(data: AuditInput, ctx: ValidationContext, settings: Settings, lang: str, selected: set[str],
+               llm: bool, agent: bool, progress: Callable[[int, int], None] | None) -> list[QuestionAudit]:
+    texts = ctx.chunks.texts(sorted({c for q in data.questions for c in q.support}))
     items = []
     for q in data.questions:
         answer_chunks = answer_chunk_ids(q, settings.audit.answer_chunks, texts, lang)
         items.append(QuestionAudit(q, to_draft(q, lang, answer_chunks), answer_chunks))
     by_draft = {item.draft.draft_id: item.answer_chunks for item in items}
-    order = [name for name in ALL_VALIDATORS]
-    chain = _validators(order, lambda d: by_draft.get(d.draft_id, []))
-
+    chain = _validators(list(ALL_VALIDATORS), lambda d: by_draft.get(d.draft_id, []))
     done = [0]
     lock = threading.Lock()
 
     def one(item: QuestionAudit) -> QuestionAudit:
-        audit_question(item, chain, ctx, selected=set(selected), llm=gateway is not None, agent=agent,
+        audit_question(item, chain, ctx, selected=selected, llm=llm, agent=agent,
                        stop_at_first_flag=settings.audit.stop_at_first_flag)
         with lock:
             done[0] += 1
@@ -212,18 +234,9 @@ def run_audit(
                 progress(done[0], len(items))
         return item
 
-    workers = settings.llm.concurrency if gateway is not None else 1
+    workers = settings.llm.concurrency if llm else 1
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        items = list(pool.map(one, items))
-
-    summary = build_summary(
-        items, data, settings, audit_id=audit_id, lang=lang, index=index_info, order=order, selected=selected,
-        llm=(llm_spec or getattr(gateway, "name", "") or "") if gateway is not None else "", agent=agent,
-        elapsed_s=time.perf_counter() - t0,
-    )
-    _write_rows(store, audit_id, lang, items, summary, started, str(data.root), order)
-    files = write_outputs(out, items, summary, settings.audit.worst_examples)
-    return AuditResult(audit_id, out, summary, items, files)
+        return list(pool.map(one, items))
 
 
 def _write_rows(store: Any, audit_id: str, lang: str, items: list[QuestionAudit], summary: dict[str, Any],
