@@ -33,15 +33,26 @@ from factory.store.schema import table_specs
 STATS_TABLES = ("chunk_entities", "entities", "entity_pairs")
 KEEP_GENERATIONS = 2
 MAX_ALIASES = 50
+AKA_MAX_RATIO, AKA_SLACK = 3, 3  # an "aka" alias in more than 3x+3 the chunks of its name is not folded
 
-# alias_key -> canonical key, by the most evidence chunks; a 2-cycle keeps the smaller key
+# alias_key -> canonical key, by the most evidence chunks; a 2-cycle keeps the smaller key.
+# An "also known as" link never folds a name that is far more common on its own than
+# the name it is linked to: that is a misread ("also known as Africa's World War" is
+# no reason to fold every "Africa"); acronyms may be the commoner form (NATO).
 _ALIAS_MAP = """
+CREATE TEMP TABLE raw_freq AS
+    SELECT m.entity_key AS key, count(DISTINCT m.chunk_id) AS cf
+    FROM mentions m JOIN chunks c ON c.chunk_id = m.chunk_id AND c.content_hash = m.content_hash
+    GROUP BY ALL;
 CREATE TEMP TABLE alias_votes AS
     SELECT a.alias_key, a.entity_key, count(DISTINCT a.evidence_chunk_id) AS n
     FROM entity_aliases a
     JOIN chunks c ON c.chunk_id = a.evidence_chunk_id AND c.content_hash = a.content_hash
+    LEFT JOIN raw_freq fa ON fa.key = a.alias_key
+    LEFT JOIN raw_freq fe ON fe.key = a.entity_key
     WHERE a.alias_key <> a.entity_key
-    GROUP BY ALL;
+      AND (a.rule <> 'aka' OR coalesce(fa.cf, 0) <= {aka_ratio} * coalesce(fe.cf, 0) + {aka_slack})
+    GROUP BY a.alias_key, a.entity_key;
 CREATE TEMP TABLE alias_best AS
     SELECT alias_key, first(entity_key ORDER BY n DESC, entity_key) AS entity_key
     FROM alias_votes GROUP BY alias_key;
@@ -181,7 +192,9 @@ def compute_statistics(store, run_id: str) -> dict[str, Any]:
     try:
         con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
         con.execute("SET preserve_insertion_order = false")
-        for block in (_ALIAS_MAP, _CURRENT_MENTIONS, _ENTITIES.format(max_aliases=MAX_ALIASES), _PAIRS):
+        con.execute("SET enable_progress_bar = false")
+        alias_map = _ALIAS_MAP.format(aka_ratio=AKA_MAX_RATIO, aka_slack=AKA_SLACK)
+        for block in (alias_map, _CURRENT_MENTIONS, _ENTITIES.format(max_aliases=MAX_ALIASES), _PAIRS):
             for statement in (s.strip() for s in block.split(";")):
                 if statement:
                     con.execute(statement)

@@ -46,7 +46,9 @@ _AKA_RU = re.compile(
     re.I,
 )
 _QUOTED = re.compile(r"[«\"“„']([^»\"”']{2,80})[»\"”']")
-_CAPITALISED_RUN = re.compile(r"(?:[A-ZА-ЯЁ][\w'’\-]*\.?)(?:\s+(?:[A-ZА-ЯЁ][\w'’\-]*|of|the|de|и))*")
+_CAPITALISED_RUN = re.compile(r"(?:[A-ZА-ЯЁ][\w'’\-]*\.?)(?:\s+(?:[A-ZА-ЯЁ][\w'’\-]*\.?|of|the|de|и))*")
+_TRAILING_JOINER = re.compile(r"(?:\s+(?:or|and|of|the|de|и|или))+$", re.I)
+_LEADING_ARTICLE = re.compile(r"(?:^|(?<=\s))[Tt]he\s+$")
 
 
 @dataclass(frozen=True)
@@ -86,19 +88,29 @@ def split_acronym(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _alias_after(text: str, position: int, mentions: list[tuple[int, int, str, str]]) -> str | None:
-    """The name that starts at ``position``: a mention, a quoted string or capitalised words."""
+def _alias_after(text: str, position: int, mentions: list[tuple[int, int, str, str]]) -> tuple[str, str | None] | None:
+    """The name that starts at ``position`` and its label when it is a mention: a
+    quoted string, else the longer of a mention starting there and the run of
+    capitalised words there ("Africa's World War", not the mention "Africa" in it)."""
     rest = text[position:position + 120]
-    for start, end, mention_text, _label in mentions:
-        if position <= start <= position + 2:
-            return mention_text
     quoted = _QUOTED.match(rest)
     if quoted:
-        return quoted.group(1)
+        return quoted.group(1), None
+    mention = next((m for m in mentions if position <= m[0] <= position + 2), None)
     run = _CAPITALISED_RUN.match(rest)
-    if run:
-        return run.group(0).rstrip(".")
-    return None
+    run_text = run.group(0).rstrip(".") if run else None
+    if mention and run_text and len(run_text) > len(mention[2]) and run_text.startswith(mention[2].lstrip("«\"“ ")):
+        return run_text, None
+    if mention:
+        return mention[2], mention[3]
+    return (run_text, None) if run_text else None
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    """The mention opens its sentence (an article before it allowed): "X, also known as Y,
+    is ..." names X; in mid-sentence the phrase often belongs to a longer subject."""
+    before = _LEADING_ARTICLE.sub("", text[:start]).rstrip()
+    return not before or before[-1] in ".!?\n»\"”:;"
 
 
 def find_aliases(text: str, mentions: list[tuple[int, int, str, str]], lang: str) -> list[AliasLink]:
@@ -106,7 +118,7 @@ def find_aliases(text: str, mentions: list[tuple[int, int, str, str]], lang: str
     links: list[AliasLink] = []
 
     def link(name: str, label: str, alias: str, rule: str) -> None:
-        alias = alias.strip(" \t\n\"'«»“”")
+        alias = _TRAILING_JOINER.sub("", alias.strip(" \t\n\"'«»“”")).strip()
         canonical = entity_key(name, lang, label)
         alias_key = entity_key(alias, lang, label)
         if len(alias_key) >= 2 and canonical and alias_key != canonical:
@@ -128,7 +140,8 @@ def find_aliases(text: str, mentions: list[tuple[int, int, str, str]], lang: str
                 link(mention_text, label, found.group(1), rule)
         aka = (_AKA_RU if lang == "ru" else _AKA).match(after)
         if aka:
-            alias = _alias_after(text, end + aka.end(), mentions)
-            if alias:
-                link(mention_text, label, alias, "aka")
+            found_alias = _alias_after(text, end + aka.end(), mentions)
+            # kept when the name opens its sentence, or when the alias is a mention of the same kind
+            if found_alias and (_starts_sentence(text, start) or found_alias[1] == label):
+                link(mention_text, label, found_alias[0], "aka")
     return links

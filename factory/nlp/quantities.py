@@ -130,6 +130,7 @@ def date_key(text: str) -> str | None:
     ``1998/2001`` (range), ``1990s`` (decade), ``century 19`` (with ``bc`` when BC).
     """
     t = " ".join(text.lower().replace("ё", "е").split())
+    t = re.sub(r"(?<=\d),(?=\d{3}\b)", "", t)  # "30,000 years ago" is a count, not the year 000
     bc = bool(re.search(r"\b(?:bc|bce|b\.c\.)|до н\.\s?э", t))
     suffix = " bc" if bc else ""
     m = re.search(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", t)

@@ -62,6 +62,22 @@ def test_english_rules() -> None:
     assert len(links) == 3  # the reverse NATO form yields the same link as the first
 
 
+def test_aka_needs_the_subject_or_a_same_kind_alias() -> None:
+    text = ("The Second Congo War, also known as Africa's World War, began in 1998. "
+            "It was written by Gustav Mahler, also known as the Resurrection Symphony in print. "
+            "Troops led by Josip Broz, also known as Tito, advanced.")
+    mentions = [
+        _mention(text, "Second Congo War", "event"),
+        (text.index("Africa"), text.index("Africa") + 6, "Africa", "location"),
+        _mention(text, "Gustav Mahler", "person"),
+        _mention(text, "Josip Broz", "person"),
+        _mention(text, "Tito", "person"),
+    ]
+    links = {(l.entity_key, l.alias) for l in find_aliases(text, mentions, "en")}
+    # the whole name after the phrase, not the mention "Africa" inside it
+    assert links == {("second congo war", "Africa's World War"), ("josip broz", "Tito")}
+
+
 def test_russian_rules() -> None:
     text = ("Арсен Павлов, более известный как Моторола, воевал. Государственная дума (сокр. Госдума) приняла "
             "закон. Всемирная организация здравоохранения (англ. World Health Organization, WHO) сообщила. "
