@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
+from factory.validate.feedback import say
 
 
 class AgentRunValidator:
@@ -26,15 +27,12 @@ class AgentRunValidator:
             return verdict(self.name, False, "agent_error", "", **figures)
         if not getattr(report, "too_easy", False):
             return verdict(self.name, True, **figures)
-        feedback = getattr(report, "feedback", "") or ""
+        # the checker's own feedback is English; other languages get ours
+        feedback = (getattr(report, "feedback", "") or "") if draft.lang == "en" else ""
         if not feedback:
             queries = [str(q) for q in (getattr(report, "queries", None) or [])][:8]
-            feedback = (
-                f"A search agent found the evidence too easily (recall {figures.get('recall')}, "
-                f"{figures.get('searches')} searches, {figures.get('rounds')} round(s)) with these queries: "
-                + "; ".join(f'"{q}"' for q in queries)
-                + ". Make the first hop need a fact these queries cannot reach directly."
-            )
+            feedback = say(draft.lang, "too_easy", recall=figures.get("recall"), searches=figures.get("searches"),
+                           rounds=figures.get("rounds"), queries="; ".join(f'"{q}"' for q in queries))
         return verdict(self.name, False, "too_easy", feedback, **figures)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from factory.llm.types import LLMRequest, Sampling
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
 from factory.validate.llm_checks import ClosedBookAnswer, field_of, judge_answers, render
 
 
@@ -37,9 +38,5 @@ class ClosedBookValidator:
                    "matches": [j.match for j in judged], "errors": errors}
         if len(hits) <= s.closed_book_max_hits:
             return verdict(self.name, True, **figures)
-        feedback = (
-            f"A model with no documents answered \"{hits[0].answer}\" in {len(hits)} of {len(answers)} tries: "
-            "the question is answerable from general knowledge. Ask about a less known fact that only the "
-            "chunks state, or route the question through an entity whose link to the answer only the chunks give."
-        )
+        feedback = say(draft.lang, "closed_book", answer=hits[0].answer, hits=len(hits), samples=len(answers))
         return verdict(self.name, False, "closed_book_solved", feedback, **figures)

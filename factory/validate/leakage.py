@@ -15,6 +15,7 @@ from typing import Sequence
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
 from factory.validate.text import Lexicon, Token, content, proper_starts, token_match, tokenize
 
 
@@ -108,14 +109,10 @@ class LeakageValidator:
         if not leaks:
             return verdict(self.name, True, **figures)
         reason = "answer_leaked" if any(l.role == "answer" for l in leaks) else "bridge_leaked"
-        lines = []
-        for leak in leaks:
-            what = "the answer" if leak.role == "answer" else "the intermediate entity"
-            how = {"full": "names", "near": "nearly names", "partial": "names part of"}[leak.kind]
-            lines.append(f'"{leak.words}" {how} {what} "{leak.name}"')
-        feedback = (
-            "The question gives away what the solver must find: "
-            + "; ".join(lines)
-            + ". Remove these words and refer to the entity only through a property found in another chunk."
+        items = "; ".join(
+            say(lang, "leak_item", words=leak.words, how=say(lang, f"leak_how_{leak.kind}"),
+                what=say(lang, f"leak_what_{leak.role}"), name=leak.name)
+            for leak in leaks
         )
+        feedback = say(lang, "leaked", items=items)
         return verdict(self.name, False, reason, feedback, **figures)

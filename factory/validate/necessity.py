@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
 from factory.validate.llm_checks import solve_with
 
 
@@ -36,11 +37,9 @@ class NecessityValidator:
                    "answer_chunk_decorative": draft.answer_chunk_id in decorative}
         if not decorative:
             return verdict(self.name, True, **figures)
-        feedback = (
-            f"The answer can be derived without chunk(s) {', '.join(decorative)}: they add no step. "
-            "Drop them from the support set, or rewrite the question so that each cited chunk "
-            "contributes a fact the answer depends on."
-        )
+        titles = ctx.chunks.titles(decorative)
+        chunks = ", ".join(f"{c} ({titles[c]})" if titles.get(c) else c for c in decorative)
+        feedback = say(draft.lang, "decorative", chunks=chunks)
         result = verdict(self.name, False, "decorative_chunks", feedback, **figures)
         result.hard = False
         return result

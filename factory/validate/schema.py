@@ -6,6 +6,7 @@ import re
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
 from factory.validate.text import tokenize
 
 # a finite verb-like token in an answer marks a sentence ('He founded the works in 1834')
@@ -19,48 +20,42 @@ class SchemaValidator:
     name = "schema"
 
     def check(self, draft: Draft, ctx: ValidationContext) -> Verdict:
-        s = ctx.settings
+        s, lang = ctx.settings, draft.lang
+
+        def fail(reason: str, **figures: object) -> Verdict:
+            values = figures.pop("say", {})
+            return verdict(self.name, False, reason, say(lang, reason, **values), **figures)
+
         if draft.parse_error:
-            return verdict(self.name, False, "parse_error",
-                           "Your output was not valid JSON for the draft schema: "
-                           f"{draft.parse_error[:200]}. Return exactly one JSON object with every field.",
-                           parse_error=draft.parse_error)
+            return fail("parse_error", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
         if not draft.question.strip():
-            return verdict(self.name, False, "empty_question", "The question is empty: write the question.")
+            return fail("empty_question")
         if not draft.answer.strip():
-            return verdict(self.name, False, "empty_answer", "The answer is empty: give a short reference answer.")
+            return fail("empty_answer")
         support = list(draft.support_chunk_ids)
         if not support:
-            return verdict(self.name, False, "no_support", "List the ids of every chunk the answer depends on.")
+            return fail("no_support")
         duplicates = sorted({c for c in support if support.count(c) > 1})
         if duplicates:
-            return verdict(self.name, False, "duplicate_support", f"Support chunk ids repeat: {', '.join(duplicates)}.")
+            return fail("duplicate_support", say={"ids": ", ".join(duplicates)})
         existing = ctx.existing(support + ([draft.answer_chunk_id] if draft.answer_chunk_id else []))
         unknown = [c for c in support if c not in existing]
         if unknown:
-            return verdict(self.name, False, "unknown_chunk",
-                           f"These support chunk ids do not exist: {', '.join(unknown)}. "
-                           "Cite only the chunk ids given in the fact sheet.", unknown=unknown)
+            return fail("unknown_chunk", say={"ids": ", ".join(unknown)}, unknown=unknown)
         if not draft.answer_chunk_id:
-            return verdict(self.name, False, "no_answer_chunk", "Name the chunk that holds the answer (answer_chunk_id).")
+            return fail("no_answer_chunk")
         if draft.answer_chunk_id not in support:
-            return verdict(self.name, False, "answer_chunk_not_in_support",
-                           f"The answer chunk {draft.answer_chunk_id} is not in the support set; add it or fix the id.")
-        tokens = [t for t in tokenize(draft.answer, draft.lang)]
+            return fail("answer_chunk_not_in_support", say={"id": draft.answer_chunk_id})
+        tokens = tokenize(draft.answer, lang)
         figures = {"answer_tokens": len(tokens), "support": len(support)}
         if len(tokens) > s.answer_max_tokens:
-            return verdict(self.name, False, "answer_too_long",
-                           f"The answer has {len(tokens)} words; a reference answer is a name, date, number or "
-                           f"title of at most {s.answer_max_tokens} words.", **figures)
-        if _is_sentence(draft.answer, tokens, draft.lang, titled=_is_title_type(draft.cell.answer_type)):
-            return verdict(self.name, False, "answer_is_sentence",
-                           "The answer reads as a sentence; give only the entity, date, number or title.", **figures)
+            return fail("answer_too_long", say={"n": len(tokens), "max": s.answer_max_tokens}, **figures)
+        if _is_sentence(draft.answer, tokens, lang, titled=_is_title_type(draft.cell.answer_type)):
+            return fail("answer_is_sentence", **figures)
         need = ctx.min_support(draft.cell.mechanic)
         if len(support) < need:
-            return verdict(self.name, False, "not_multi_hop",
-                           f"A {draft.cell.mechanic} question needs at least {need} support chunks that each "
-                           "contribute a step; this one is answerable from "
-                           f"{len(support)}. Make the question depend on a fact from another chunk.", **figures)
+            return fail("not_multi_hop", say={"mechanic": draft.cell.mechanic, "need": need, "n": len(support)},
+                        **figures)
         return verdict(self.name, True, **figures)
 
 

@@ -13,6 +13,7 @@ import math
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
+from factory.validate.feedback import say
 from factory.validate.text import tokenize
 
 
@@ -50,18 +51,14 @@ class ShortcutValidator:
         terms = self._shared_terms(draft, surfaced, ctx)
         titles = ctx.chunks.titles(surfaced)
         chunk_list = ", ".join(f"{c} ({titles[c]})" if titles.get(c) else c for c in surfaced)
+        lang = draft.lang
         which = "; ".join(
-            f"{name} ranks {len(found)} of {len(support)} support chunks"
-            + (" including the answer chunk" if answer_hit else "")
-            + f" in its top {s.shortcut_k}"
+            say(lang, "shortcut_item", searcher=name, found=len(found), support=len(support), k=s.shortcut_k,
+                answer=say(lang, "shortcut_answer") if answer_hit else "")
             for name, found, answer_hit in failures
         )
-        words = ", ".join(f'"{w}"' for w in terms) or "(no shared words: the meaning alone finds them)"
-        feedback = (
-            f"Searching the question as it stands already finds the evidence ({which}): {chunk_list}. "
-            f"The words that lead there: {words}. Replace them with indirect descriptions that only "
-            "following the chain of chunks resolves."
-        )
+        words = ", ".join(f'"{w}"' for w in terms) or say(lang, "shortcut_no_terms")
+        feedback = say(lang, "shortcut", which=which, chunks=chunk_list, words=words)
         figures["surfaced"] = surfaced
         figures["terms"] = terms
         reason = "answer_chunk_in_top_k" if any(hit for _, _, hit in failures) else "support_in_top_k"

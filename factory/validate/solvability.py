@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
 from factory.validate.llm_checks import solve_with
 
 
@@ -18,19 +19,12 @@ class SolvabilityValidator:
         if result.samples == 0:
             return verdict(self.name, False, "llm_error", "", **figures)
         if not result.majority(s.solvability_min_share):
-            got = ", ".join(f'"{a}"' for a in result.answers if a) or "no usable answer"
-            feedback = (
-                f"Given only the support chunks, a reader reached \"{draft.answer}\" in {result.solved} of "
-                f"{result.samples} tries (answers: {got}). Make sure every step of the chain is stated in "
-                "the cited chunks, the question identifies the starting point unambiguously, and the answer is "
-                "written as the chunks write it."
-            )
+            got = ", ".join(f'"{a}"' for a in result.answers if a) or say(draft.lang, "no_usable_answer")
+            feedback = say(draft.lang, "not_solvable", answer=draft.answer, solved=result.solved,
+                           samples=result.samples, got=got)
             return verdict(self.name, False, "not_solvable", feedback, **figures)
         if result.ambiguous * 2 > result.samples:
             others = sorted({a for alts in result.alternatives for a in alts})
-            feedback = (
-                f"The support chunks also allow other answers: {', '.join(others[:5])}. Add a constraint that "
-                f"rules them out so that \"{draft.answer}\" is the only answer."
-            )
+            feedback = say(draft.lang, "ambiguous", others=", ".join(others[:5]), answer=draft.answer)
             return verdict(self.name, False, "ambiguous", feedback, **figures)
         return verdict(self.name, True, **figures)
