@@ -93,7 +93,7 @@ def killed_build(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> 
     env = dict(os.environ, PREFECT_API_URL=prefect_api, PREFECT_HOME=str(root / "prefect_home"),
                PREFECT_LOGGING_LEVEL="WARNING", FACTORY_BUILD__DENSE="none")
     # a slow fake keeps candidates in flight long enough to be caught by the kill
-    command = [sys.executable, "-m", "factory.cli", *_args(out, "ru", 40, "fake:factory?delay=0.4", 3)]
+    command = [sys.executable, "-m", "factory.cli", *_args(out, "ru", 4, "fake:factory?delay=0.4", 3), "--max-attempts", "30"]
     log = open(root / "build.log", "w")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     seen: dict = {"out": out, "command": command, "env": env, "log": root / "build.log"}
