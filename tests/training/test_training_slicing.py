@@ -124,3 +124,20 @@ def test_message_layout_round_trips(world):
         for message in [turn.assistant, *turn.replies]:
             if message is not None:
                 assert message_from_dict(message_dict(message)) == message
+
+
+def test_verify_samples_passes_and_catches_tampering(world):
+    from factory.training.verify import verify_samples
+
+    samples = [s for l in world["links"]
+               for s in slice_episode(world["traces"][l.episode_id], world["tasks"][l.task_id], l, "easy")]
+    report = verify_samples(world["store"], samples)
+    assert report.ok, report.problems
+    assert report.rounds_replayed == len(samples) and report.turns_replayed == len(world["llm"].requests)
+    assert report.masked_turns == report.refused_turns_in_traces == 2 * len(world["links"])
+    bad = [dict(s, messages=[dict(m) for m in s["messages"]]) for s in samples[:2]]
+    bad[0]["messages"][1]["content"] += " (edited)"
+    next(m for m in bad[1]["messages"] if m["role"] == "assistant")["weight"] = 1
+    problems = verify_samples(world["store"], bad).problems
+    assert any("opening messages differ" in p for p in problems)
+    assert any("weight 1, refused True" in p for p in problems)
