@@ -72,6 +72,9 @@ def feature_values(samples: list[dict[str, Any]], dims: list[str]) -> list[list[
 
 def targets_for(values: list[list[str]], dims: list[str], configured: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """Configured shares (normalised), or uniform over the observed categories."""
+    stray = sorted(set(configured) - set(FEATURES))
+    if stray:
+        raise TrainingError(f"training.mix_targets.{stray[0]}: no such dimension; known: {', '.join(FEATURES)}")
     out = {}
     for j, dim in enumerate(dims):
         given = configured.get(dim)

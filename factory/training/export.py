@@ -299,7 +299,11 @@ def export_training(
     write_card(out / "card.md", summary, mixes, links)
     (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     store.append("training_exports", [{
-        "export_id": run_id, "out_dir": str(out.resolve()), "summary": json.loads(summary.model_dump_json()),
+        "export_id": run_id, "out_dir": str(out.resolve()),
+        # counts, not the id lists (pools.jsonl and the training_pools table hold those)
+        "summary": {**summary.model_dump(mode="json", exclude={"pools"}), "pools": {
+            lang: {"sft": len(p.sft), "rl": len(p.rl), "excluded": len(p.excluded), "held": len(p.held), "new": p.new,
+                   "newly_excluded": len(p.newly_excluded)} for lang, p in summary.pools.items()}},
         "settings": json.loads(settings.dump()), "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
     }], name="training-exports")
     if remaining:

@@ -100,6 +100,8 @@ def test_keep_probabilities_respect_size_and_cap():
 def test_unknown_dimension_and_bad_targets():
     with pytest.raises(TrainingError, match="unknown datamix dimension 'colour'"):
         mix(skewed_samples(10), TrainingSettings(mix_dimensions=["colour"]), seed=1)
+    with pytest.raises(TrainingError, match="mix_targets.rounds: no such dimension"):
+        mix(skewed_samples(10), TrainingSettings(mix_targets={"rounds": {"1": 1.0}}), seed=1)
     with pytest.raises(TrainingError, match="mix_targets.round"):
         mix(skewed_samples(10), TrainingSettings(mix_targets={"round": {"1": -1.0}}), seed=1)
 
