@@ -34,7 +34,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from factory.index import corpus_check
-from factory.index.analysis import Analyzer
+from factory.index.analysis import LANGS, Analyzer
 from factory.index.base import SearchIndexError, Searcher
 from factory.index.bm25 import BM25Searcher, Bm25sScorer, RankBm25Scorer
 from factory.index.dense import DenseSearcher, encode_to_file, load_vectors
@@ -151,6 +151,8 @@ def build_index_from_chunks(
     started = time.perf_counter()
     cfg = _index_settings(settings)
     out_dir = Path(out_dir)
+    if lang not in LANGS:
+        raise SearchIndexError(f"unsupported language {lang!r}; known: {', '.join(LANGS)}")
     rows = _normalise_chunks(chunks)
     if not rows:
         raise SearchIndexError(f"no chunks to index for language {lang!r}")
