@@ -50,7 +50,8 @@ def _populate(store, lang: str = "en") -> list[dict]:
             "question": f"Which | thing number {i} is <b>described</b> here?", "answer": f"Answer {i}",
             "answer_aliases": [f"A{i}"], "support_chunk_ids": support, "answer_chunk_id": support[-1],
             "bridge_entities": ["Vellmoor"], "revisions": i % 2, "validators": ["schema", "leakage"],
-            "skipped_validators": ["agent_run"], "difficulty": {"searches": 3 + i, "recall": 0.5 * (i % 3)},
+            "skipped_validators": ["agent_run"], "difficulty": {"agent": {"searches": 3 + i, "recall": 0.5 * (i % 3)},
+                                              "solvability": {"solved": 2 + i % 2, "samples": 3}},
         })
         candidates.append({"candidate_id": cid, "run_id": RUN, "idx": i, "status": "accepted", "cell": cell,
                            "attempts": 1 + i, "revisions": i % 2, "prunes": 0, "task_id": cid, "tokens": 100})
@@ -135,7 +136,7 @@ def test_export_reads_as_beir_and_datasets(store, tmp_path: Path) -> None:
     assert tasks.num_rows == 3
     assert tasks[2]["support_chunk_ids"] == [chunks[4]["chunk_id"], chunks[7]["chunk_id"]]
     assert tasks[2]["support_doc_ids"] == [chunks[4]["doc_id"], chunks[7]["doc_id"]]
-    assert tasks[1]["difficulty"]["searches"] == 4
+    assert tasks[1]["difficulty"]["agent"]["searches"] == 4
     docs = load_dataset("json", data_files=str(out / "corpus.jsonl"), split="train")
     assert docs.num_rows == len(chunks) and set(docs.column_names) == {"_id", "title", "text", "doc_id"}
     mapping = dict(zip(docs["_id"], docs["doc_id"]))
@@ -143,7 +144,7 @@ def test_export_reads_as_beir_and_datasets(store, tmp_path: Path) -> None:
 
     parquet = pq.read_table(out / "tasks.parquet").to_pylist()
     assert [r["task_id"] for r in parquet] == [t["task_id"] for t in tasks]
-    assert json.loads(parquet[0]["difficulty"]) == {"recall": 0.0, "searches": 3}
+    assert json.loads(parquet[0]["difficulty"])["agent"] == {"recall": 0.0, "searches": 3}
     assert pq.read_table(out / "chunks.parquet").num_rows == len(chunks)
 
     from factory.index.fixed import open_index
@@ -167,7 +168,7 @@ def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:
     export_benchmark(store, _index_dir(store, tmp_path), out, RUN, settings, params={"n": 5, "llm_spec": "fake"})
     plots = sorted(p.name for p in (out / "plots").glob("*.png"))
     assert {"coverage.png", "funnel.png", "revisions.png"} <= set(plots)
-    assert any(p.startswith("difficulty_") for p in plots)
+    assert {"difficulty_support_size.png", "difficulty_agent_searches.png", "difficulty_solvability.png"} <= set(plots)
     for name in plots:
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     card = (out / "card.md").read_text()

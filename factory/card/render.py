@@ -16,8 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from factory.card import plots
 
-# numeric difficulty figures worth a histogram, in order of preference
-DIFFICULTY_KEYS = ("searches", "rounds", "recall", "agent_recall", "support_size")
 
 
 class CardData(BaseModel):
@@ -91,28 +89,36 @@ def make_plots(data: CardData, out_dir: Path) -> dict[str, Path]:
             folder / "revisions.png", integer=True,
         ),
     }
-    for key in difficulty_keys(data.tasks):
-        values = [t["difficulty"][key] for t in data.tasks if isinstance(t.get("difficulty", {}).get(key), (int, float))]
+    for key, (title, values) in difficulty_series(data.tasks).items():
         integer = all(float(v).is_integer() for v in values)
-        out[f"difficulty_{key}"] = plots.histogram(
-            values, f"Difficulty: {key}", key, folder / f"difficulty_{key}.png", integer=integer
-        )
-    if not difficulty_keys(data.tasks):
-        sizes = [len(t.get("support_chunk_ids") or []) for t in data.tasks]
-        out["difficulty_support_size"] = plots.histogram(
-            sizes, "Difficulty: support chunks per task", "support chunks", folder / "difficulty_support_size.png",
-            integer=True,
-        )
+        out[f"difficulty_{key}"] = plots.histogram(values, f"Difficulty: {title}", title,
+                                                   folder / f"difficulty_{key}.png", integer=integer)
     return out
 
 
-def difficulty_keys(tasks: list[dict[str, Any]]) -> list[str]:
-    present = set()
-    for task in tasks:
-        for key, value in (task.get("difficulty") or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                present.add(key)
-    return [k for k in DIFFICULTY_KEYS if k in present][:3]
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def difficulty_series(tasks: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
+    """Per-task difficulty figures worth a histogram: support size always; the search
+    agent's searches, rounds and recall, and the solvability share, where recorded."""
+    series: dict[str, tuple[str, list[float]]] = {
+        "support_size": ("support chunks per task", [float(len(t.get("support_chunk_ids") or [])) for t in tasks]),
+    }
+    picks = {
+        "agent_searches": ("agent searches", lambda d: (d.get("agent") or {}).get("searches")),
+        "agent_rounds": ("agent rounds", lambda d: (d.get("agent") or {}).get("rounds")),
+        "agent_recall": ("agent recall@10", lambda d: (d.get("agent") or {}).get("recall")),
+        "solvability": ("share of solvability samples solved", lambda d: (
+            (d.get("solvability") or {}).get("solved", 0) / (d.get("solvability") or {}).get("samples")
+            if (d.get("solvability") or {}).get("samples") else None)),
+    }
+    for key, (title, pick) in picks.items():
+        values = [v for v in (_number(pick(t.get("difficulty") or {})) for t in tasks) if v is not None]
+        if values:
+            series[key] = (title, values)
+    return series
 
 
 def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) -> str:
@@ -120,7 +126,8 @@ def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) 
     started = data.candidates.get("started", 0)
     accepted = len(data.tasks)
     finished = data.candidates.get("accepted", 0) + data.candidates.get("rejected", 0)
-    rate = f"{accepted / finished:.1%}" if finished else "n/a"
+    accepted_all = data.candidates.get("accepted", accepted)
+    rate = f"{accepted_all / finished:.1%}" if finished else "n/a"
     lines = [
         f"# Benchmark card: {_esc(data.name)}",
         "",
@@ -129,7 +136,9 @@ def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) 
         "| | |",
         "|---|---|",
         f"| language | {data.lang} |",
-        f"| accepted tasks | {accepted} (target {data.target_n}) |",
+        f"| accepted tasks | {accepted} (target {data.target_n})"
+        + (f"; {accepted_all} accepted in all, the first {accepted} by candidate order exported" if accepted_all > accepted else "")
+        + " |",
         f"| candidates | {started} started, {finished} finished, {data.candidates.get('rejected', 0)} rejected |",
         f"| acceptance rate | {rate} of finished candidates |",
         f"| LLM | {_esc(data.llm_spec)} ({_esc(', '.join(data.llm_models) or 'no calls recorded')}) |",
