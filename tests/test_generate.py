@@ -264,3 +264,8 @@ def test_russian_path_end_to_end(built_ru, tmp_path):
     first = store.query("SELECT failed_validator, failed_reason FROM attempts WHERE origin = 'compose' "
                         "AND candidate_id = ?", [task["candidate_id"]])[0]
     assert first == {"failed_validator": "leakage", "failed_reason": "answer_leaked"}
+
+
+def test_token_budget_stops_new_candidates(world_store):
+    summary, _ = _run(world_store, Plan(compose="leak", revise="leak"), n=5, max_attempts=10, token_budget=1)
+    assert summary.candidates == 1 and summary.tokens > 0 and summary.stopped_by == "token_budget"
