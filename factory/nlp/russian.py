@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 
 from razdel import tokenize as razdel_tokenize
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.util import minibatch
 from spacy.vocab import Vocab
 
