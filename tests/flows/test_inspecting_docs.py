@@ -61,3 +61,20 @@ def test_views_exist_and_examples_run(store) -> None:
         assert ro.execute("SELECT count(*) FROM rejected_tasks").fetchone()[0] == 1
     finally:
         ro.close()
+
+
+def test_live_view_snapshot_reads_the_same_views(store) -> None:
+    from factory.commands.build import LiveView, snapshot
+
+    _populate(store)
+    data = snapshot(store, "run-docs")
+    assert data == {"accepted": 1, "rejected": 1, "in_flight": 0, "rejected_by": [("leakage", 1)], "revisions": 2,
+                    "llm_calls": 1, "tokens": 15}
+    view = LiveView(store.root, "run-docs", 5, started=0.0)
+    view.data = data
+    from rich.console import Console
+
+    console = Console(record=True, width=80)
+    console.print(view.render())
+    text = console.export_text()
+    assert "1 / 5" in text and "by leakage" in text and "15 tokens" in text
