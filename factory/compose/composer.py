@@ -12,9 +12,9 @@ Nothing here raises on a bad answer: a failed call or parse is a Draft with
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
 
 from factory.compose.common import defuse, entity_aliases, entity_name, labels_for, phrases, render
 from factory.compose.llm_call import call_llm
@@ -23,6 +23,12 @@ from factory.records import Draft, FactSheet, Subgraph, Verdict
 from factory.taxonomy import CellSpec
 
 FEEDBACK_CHARS = 600
+# Length caps live in the schema, so a constraining backend (llama.cpp grammar, vLLM)
+# cannot loop until max_tokens: a runaway string is closed at the cap and the JSON
+# still parses (and then fails validation on its merits, not as a parse error).
+QUESTION_CHARS, ANSWER_CHARS, STEP_CHARS = 400, 100, 300
+Short = Annotated[str, StringConstraints(max_length=ANSWER_CHARS)]
+Step = Annotated[str, StringConstraints(max_length=STEP_CHARS)]
 
 
 @lru_cache(maxsize=16)
@@ -31,11 +37,11 @@ def draft_model(n_passages: int) -> type[BaseModel]:
     return create_model(
         f"DraftOut{n_passages}",
         __config__=ConfigDict(extra="forbid"),
-        question=(str, Field(min_length=1)),
-        answer=(str, Field(min_length=1)),
-        answer_aliases=(list[str], Field(default_factory=list)),
+        question=(str, Field(min_length=1, max_length=QUESTION_CHARS)),
+        answer=(str, Field(min_length=1, max_length=ANSWER_CHARS)),
+        answer_aliases=(list[Short], Field(default_factory=list, max_length=6)),
         answer_passage=(Literal[labels] | None, None),  # type: ignore[valid-type]
-        reasoning_steps=(list[str], Field(default_factory=list)),
+        reasoning_steps=(list[Step], Field(default_factory=list, max_length=n_passages + 3)),
     )
 
 

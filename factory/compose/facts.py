@@ -27,6 +27,7 @@ from factory.records import Fact, FactSheet, Subgraph
 
 PER_PASSAGE = 4
 PASSAGE_CHARS = 1800  # keeps n passages well inside a small model's context
+FACT_CHARS = 300
 
 
 @lru_cache(maxsize=16)
@@ -37,11 +38,12 @@ def facts_model(n_passages: int) -> type[BaseModel]:
         f"FactItem{n_passages}",
         __config__=ConfigDict(extra="forbid"),
         passage=(Literal[labels], ...),  # type: ignore[valid-type]
-        statement=(str, Field(min_length=1)),
-        paraphrase=(str, Field(min_length=1)),
+        statement=(str, Field(min_length=1, max_length=FACT_CHARS)),
+        paraphrase=(str, Field(min_length=1, max_length=FACT_CHARS)),
     )
-    return create_model(
-        f"Facts{n_passages}", __config__=ConfigDict(extra="forbid"), facts=(list[item], Field(min_length=1))  # type: ignore[valid-type]
+    return create_model(  # the caps keep a looping model inside valid JSON (see composer.py)
+        f"Facts{n_passages}", __config__=ConfigDict(extra="forbid"),
+        facts=(list[item], Field(min_length=1, max_length=PER_PASSAGE * n_passages)),  # type: ignore[valid-type]
     )
 
 

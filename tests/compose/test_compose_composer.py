@@ -192,3 +192,16 @@ def test_call_llm_passes_tags_only_to_those_that_take_them():
     assert call_llm(Tagged(), request, "compose", "c-a0").text == "ok"
     assert seen["tags"] == ("compose", "c-a0")
     assert call_llm(FakeLLM(default="plain"), request, "compose", "c-a0").text == "plain"
+
+
+def test_schema_caps_lengths_so_a_looping_model_stays_parseable():
+    sheet = sheet_en()
+    draft_schema = None
+    llm = FakeLLM(default=REPLY)
+    compose(sheet, TAX.spec(sheet.subgraph.cell), llm, "en", "c")
+    draft_schema = llm.requests[0].output_schema
+    assert draft_schema["properties"]["question"]["maxLength"] == 400
+    assert draft_schema["properties"]["answer"]["maxLength"] == 100
+    looping = dict(REPLY, question="What is the answer to the question " * 30)
+    draft = compose(sheet, TAX.spec(sheet.subgraph.cell), FakeLLM(script=[looping]), "en", "c")
+    assert draft.parse_error and "question" in draft.parse_error  # a backend that ignores the cap is caught here
