@@ -234,6 +234,8 @@ def test_cli_generate_funnel_rejected(built, tmp_path):
     only = _cli("rejected", "--store", store, "--validator", first["validator"] or first["stage"])
     assert first["candidate_id"] in only
     assert "no rejected candidates" in _cli("rejected", "--store", store, "--validator", "nonesuch")
+    trail = _cli("rejected", "--store", store, "--limit", "1", "--trail")
+    assert "[0] compose:" in trail
 
 
 @pytest.fixture(scope="session")

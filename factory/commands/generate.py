@@ -158,17 +158,25 @@ ORDER BY _written_at DESC, candidate_id LIMIT ?
 """
 
 
+TRAIL_SQL = """
+SELECT attempt, origin, question, passed, failed_validator, failed_reason, failed_feedback
+FROM attempts WHERE candidate_id = ? ORDER BY attempt
+"""
+
+
 def rejected_command(
     store: Path = typer.Option(..., "--store", help="store folder"),
     validator: Optional[str] = typer.Option(None, "--validator", help="only this validator (or stage: select, dedup...)"),
     limit: int = typer.Option(20, "--limit", min=1),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="one run only (default: all)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line"),
+    trail: bool = typer.Option(False, "--trail", help="every draft of the candidate: feedback and what the reviser did"),
 ) -> None:
     """Rejected drafts, newest first, with the reason and the feedback (also during a run)."""
     from factory.store import Store
 
-    rows = Store(store, create=False).query(REJECTED_SQL, [validator, validator, validator, run_id, run_id, limit])
+    the_store = Store(store, create=False)
+    rows = the_store.query(REJECTED_SQL, [validator, validator, validator, run_id, run_id, limit])
     if as_json:
         for row in rows:
             out.print(json.dumps(row, ensure_ascii=False, default=str), highlight=False)
@@ -188,6 +196,14 @@ def rejected_command(
         out.print(f"feedback: {row['feedback'] or '-'}", highlight=False, markup=False)
         out.print(f"attempts {row['attempts']}, revisions {row['revisions']}, prunes {row['prunes']}",
                   highlight=False)
+        if trail:
+            for step in the_store.query(TRAIL_SQL, [row["candidate_id"]]):
+                verdict = (f"{step['failed_validator']}: {step['failed_reason']}" if step["failed_validator"]
+                           else "passed" if step["passed"] else "-")
+                out.print(f"  [{step['attempt']}] {step['origin']}: {step['question'] or '(no question)'}  ->  "
+                          f"{verdict}", highlight=False, markup=False)
+                if step["failed_feedback"]:
+                    out.print(f"      feedback: {step['failed_feedback']}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:
