@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable
 
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHash
 
 from factory.validate.matching import answer_keys
 
@@ -32,7 +32,6 @@ class TaskDeduper:
     def __init__(self, threshold: float = 0.7, num_perm: int = 128) -> None:
         self.threshold = threshold
         self.num_perm = num_perm
-        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
         self._hashes: dict[str, MinHash] = {}
         self._supports: dict[frozenset[str], str] = {}
         self._lock = threading.Lock()
@@ -49,10 +48,11 @@ class TaskDeduper:
             return Duplicate("same_support", self._supports[key]), self._minhash(question, lang)
         mh = self._minhash(question, lang)
         best: Duplicate | None = None
-        for other in self._lsh.query(mh):
+        # a linear scan: a run accepts thousands of tasks at most, and LSH misses pairs near the threshold
+        for other, their in self._hashes.items():
             if other == task_id:
                 continue
-            jaccard = mh.jaccard(self._hashes[other])
+            jaccard = mh.jaccard(their)
             if jaccard >= self.threshold and (best is None or jaccard > best.jaccard):
                 best = Duplicate("near_duplicate_question", other, round(jaccard, 3))
         return best, mh
@@ -75,7 +75,6 @@ class TaskDeduper:
 
     def _add(self, task_id: str, mh: MinHash, support: list[str]) -> None:
         self._hashes[task_id] = mh
-        self._lsh.insert(task_id, mh)
         self._supports.setdefault(frozenset(support), task_id)
 
     def supports(self) -> set[frozenset[str]]:
