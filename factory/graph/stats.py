@@ -13,9 +13,10 @@ Outputs, all written as Parquet segments of one new *generation*:
   new generation only once every segment of it is in place.
 
 Keys are folded before counting: an alias key goes to the canonical key it is
-linked to most often, and inside one document a one-word person key ("obama")
-goes to the one longer person key ending in it ("barack obama"), when there is
-exactly one. Everything happens in SQL with DuckDB spilling to the store's tmp
+linked to most often; inside one document a one-word person key ("obama") goes to
+the one longer person key ending in it ("barack obama"), when there is exactly
+one; and across the corpus a person key of initials and a surname ("в в путин",
+"j k galbraith") goes to the one full name with that surname and those initials. Everything happens in SQL with DuckDB spilling to the store's tmp
 folder, so a million chunks need no in-memory graph and no Python loop over pairs.
 """
 
@@ -84,6 +85,19 @@ CREATE TEMP TABLE person_fold AS
     FROM cand GROUP BY ALL HAVING count(*) = 1;
 UPDATE cur SET key = pf.full_key FROM person_fold pf
     WHERE cur.label = 'person' AND cur.doc_id = pf.doc_id AND cur.lang = pf.lang AND cur.key = pf.short_key;
+CREATE TEMP TABLE initials_fold AS
+    WITH p AS (SELECT DISTINCT lang, key, string_split(key, ' ') AS parts FROM cur WHERE label = 'person'),
+    short AS (SELECT * FROM p WHERE len(parts) >= 2 AND list_bool_and([length(x) = 1 FOR x IN parts[1:-2]])),
+    whole AS (SELECT * FROM p WHERE len(parts) >= 2 AND length(parts[1]) > 1),
+    cand AS (
+        SELECT s.lang, s.key AS short_key, w.key AS full_key
+        FROM short s JOIN whole w ON w.lang = s.lang AND w.parts[-1] = s.parts[-1]
+        WHERE starts_with(w.parts[1], s.parts[1])
+          AND (len(s.parts) < 3 OR len(w.parts) < 3 OR starts_with(w.parts[2], s.parts[2]))
+    )
+    SELECT lang, short_key, min(full_key) AS full_key FROM cand GROUP BY ALL HAVING count(*) = 1;
+UPDATE cur SET key = f.full_key FROM initials_fold f
+    WHERE cur.label = 'person' AND cur.lang = f.lang AND cur.key = f.short_key;
 """
 
 _ENTITIES = r"""

@@ -21,6 +21,8 @@ CHUNKS = {
     "c8": ("d5", [("obama", "Obama", "person")]),
     "c9": ("d6", [("john smith", "John Smith", "person"), ("jane smith", "Jane Smith", "person"),
                   ("smith", "Smith", "person")]),
+    # initials: "B. Obama" is the one Barack Obama; "J. Smith" could be John or Jane
+    "c10": ("d7", [("b obama", "B. Obama", "person"), ("j smith", "J. Smith", "person")]),
 }
 N = len(CHUNKS)
 
@@ -80,21 +82,24 @@ def test_entity_counts(tiny) -> None:
     assert (ents["delta"]["chunk_freq"], ents["delta"]["doc_freq"]) == (1, 1)
     # person folding inside a document: "Obama" in d4 is Barack Obama, in d5 it stays itself;
     # "Smith" next to two Smiths stays apart
-    assert (ents["barack obama"]["mention_count"], ents["barack obama"]["chunk_freq"]) == (2, 2)
+    assert (ents["barack obama"]["mention_count"], ents["barack obama"]["chunk_freq"]) == (3, 3)
+    assert "b obama" not in ents and ents["j smith"]["mention_count"] == 1
     assert ents["obama"]["mention_count"] == 1
     assert ents["smith"]["mention_count"] == 1
-    assert summary["n_chunks"] == N and summary["n_entities"] == len(ents) == 9
-    assert summary["n_mentions"] == 17
+    assert summary["n_chunks"] == N and summary["n_entities"] == len(ents) == 10
+    assert summary["n_mentions"] == 19
 
 
 def test_pair_counts_and_npmi(tiny) -> None:
     compute_statistics(tiny, "run-1")
     pairs = {(r["key_a"], r["key_b"]): r for r in tiny.query("SELECT * FROM current_pairs")}
     expected = {  # (chunks together, documents together, NPMI by hand)
-        ("alpha", "beta"): (3, 2, math.log((3 / 9) / ((4 / 9) * (3 / 9))) / -math.log(3 / 9)),
-        ("alpha", "gamma"): (2, 2, math.log((2 / 9) / ((4 / 9) * (2 / 9))) / -math.log(2 / 9)),
-        ("alpha", "delta"): (1, 1, math.log((1 / 9) / ((4 / 9) * (1 / 9))) / -math.log(1 / 9)),
-        ("beta", "gamma"): (2, 2, math.log((2 / 9) / ((3 / 9) * (2 / 9))) / -math.log(2 / 9)),
+        ("alpha", "beta"): (3, 2, math.log((3 / 10) / ((4 / 10) * (3 / 10))) / -math.log(3 / 10)),
+        ("alpha", "gamma"): (2, 2, math.log((2 / 10) / ((4 / 10) * (2 / 10))) / -math.log(2 / 10)),
+        ("alpha", "delta"): (1, 1, math.log((1 / 10) / ((4 / 10) * (1 / 10))) / -math.log(1 / 10)),
+        ("beta", "gamma"): (2, 2, math.log((2 / 10) / ((3 / 10) * (2 / 10))) / -math.log(2 / 10)),
+        # chunk frequencies 3 (Barack Obama, c6 c7 c10) and 1 (J. Smith): log(1/10 / (3/10 * 1/10)) / log(10)
+        ("barack obama", "j smith"): (1, 1, math.log((1 / 10) / ((3 / 10) * (1 / 10))) / -math.log(1 / 10)),
         ("jane smith", "john smith"): (1, 1, 1.0),
         ("jane smith", "smith"): (1, 1, 1.0),
         ("john smith", "smith"): (1, 1, 1.0),
