@@ -63,8 +63,11 @@ def search(
     opened = open_index(
         index, store=Store(store, create=False) if store else None, corpus_path=corpus, settings=settings
     )
+    searcher = opened.searcher(backend)  # type: ignore[arg-type]
+    if hasattr(searcher, "load"):
+        searcher.load()  # the encoder's load time is not the query's
     started = time.perf_counter()
-    hits = opened.searcher(backend).search(query, k)  # type: ignore[arg-type]
+    hits = searcher.search(query, k)
     elapsed_ms = (time.perf_counter() - started) * 1000
     if as_json:
         for hit in hits:

@@ -80,6 +80,11 @@ class DenseSearcher:
             self._encoder = self._encoder()
         return self._encoder  # type: ignore[return-value]
 
+    def load(self) -> "DenseSearcher":
+        """Load the query encoder now (it is otherwise loaded by the first search)."""
+        _ = self.encoder
+        return self
+
     def rows_for_vectors(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
         for query in queries:

@@ -37,6 +37,10 @@ class HybridSearcher:
         self.texts = bm25.texts
         self.snippet_tokens = bm25.snippet_tokens
 
+    def load(self) -> "HybridSearcher":
+        self.dense.load()
+        return self
+
     def _fuse(self, bm25_rows: np.ndarray, dense_rows: np.ndarray, k: int) -> list[Hit]:
         fused = rrf_scores([bm25_rows, dense_rows], len(self.chunk_ids), self.rrf_k)
         rows = top_k(fused, k, min_score=0.0)
