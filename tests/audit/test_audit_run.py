@@ -171,3 +171,19 @@ def test_the_folders_own_index_is_used_when_it_matches_its_corpus(tmp_path):
     again = run_audit(root, tmp_path / "out2", _settings(), lang="en", dense="none", validators=["shortcut"])
     assert not again.summary["index"]["reused_from_benchmark"]
     assert any("index/ was not used" in note and "changed" in note for note in again.summary["notes"])
+
+
+def test_agent_run_when_asked(tmp_path):
+    """The search agent runs as difficulty checker: its verdict carries its figures, its episodes land in the store."""
+    from factory.store import Store
+
+    root = write_folder(tmp_path / "bench")
+    settings = Settings(validation={"shortcut_k": 2, "shortcut_searchers": ["bm25"]},
+                        agent={"difficulty_rollouts": 1, "max_rounds": 1})
+    result = run_audit(root, tmp_path / "out", settings, lang="en", dense="none", agent=True,
+                       llm=FakeLLM(default="I would rather not search."), validators=["agent_run"], limit=2)
+    for item in result.questions:
+        status, verdict = _status(item, "agent_run")
+        assert status in ("pass", "flag", "error") and verdict.figures["rollouts"] == 1, verdict
+    episodes = Store(tmp_path / "out" / "store").query("SELECT item_id FROM agent_episodes ORDER BY item_id")
+    assert [e["item_id"] for e in episodes] == ["q1", "q2"]
