@@ -120,7 +120,9 @@ class BuildSettings(Section):
     profiles: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {
             "full": {},
-            "demo": {"agent.difficulty_rollouts": 1, "agent.rollouts": 1, "agent.max_rounds": 2, "agent.profile": "small"},
+            # the embedded model writes a few tokens a second on two busy cores: a bounded demo
+            "demo": {"agent.difficulty_rollouts": 1, "agent.rollouts": 1, "agent.max_rounds": 2, "agent.profile": "small",
+                     "build.max_attempts": 12},
         }
     )
 
