@@ -98,3 +98,18 @@ def test_entity_command(world) -> None:
     result = runner.invoke(app, ["entity", "Velmoor", "--store", str(world.root)])
     assert result.exit_code != 0
     assert "did you mean" in str(result.exception) and "Vellmoor" in str(result.exception)
+
+
+def test_entity_summary_report(world) -> None:
+    from rich.console import Console
+
+    from factory.graph.report import print_entity_summary, top_entities, top_pairs
+
+    console = Console(record=True, width=160)
+    print_entity_summary(world, console)
+    text = console.export_text()
+    assert "Entities per label" in text and "Top 20 named entities (ru" in text and "Top co-occurring pairs (en" in text
+    assert top_entities(world, 5, "en")[0]["doc_freq"] >= top_entities(world, 5, "en")[-1]["doc_freq"]
+    pairs = top_pairs(world, 5, "en")
+    assert len(pairs) == 5 and all(p["name_a"] and p["name_b"] for p in pairs)
+    assert [p["chunk_count"] for p in pairs] == sorted((p["chunk_count"] for p in pairs), reverse=True)
