@@ -50,7 +50,7 @@ def coverage_heatmap(
             colour = "white" if top and grid[i, j] > top / 2 else "black"
             ax.text(j, i, f"{int(grid[i, j])}/{tried}", ha="center", va="center", fontsize=8, color=colour)
     ax.set_title("Taxonomy coverage: accepted / attempted")
-    fig.colorbar(image, ax=ax, label="accepted tasks")
+    fig.colorbar(image, ax=ax, label="accepted tasks", ticks=MaxNLocator(integer=True))
     return _save(fig, path)
 
 
