@@ -212,15 +212,15 @@ class FactoryFake:
 
     @staticmethod
     def _indirect(words: list[str], lang: str) -> str:
-        """'"f" + 4 letters' for "flood": the word without any token a search could match."""
+        """'"f…" (5 letters)' for "flood": the word hidden from any search that matches words."""
         if lang == "ru":
             def letters(k: int) -> str:
                 if k % 10 == 1 and k % 100 != 11:
                     return "буква"
                 return "буквы" if k % 10 in (2, 3, 4) and k % 100 not in (12, 13, 14) else "букв"
 
-            return " и ".join(f"слова «{w[0]}» + {len(w) - 1} {letters(len(w) - 1)}" for w in words)
-        return " and ".join(f'the word "{w[0]}" + {len(w) - 1} letters' for w in words)
+            return " и ".join(f"«{w[0]}…» ({len(w)} {letters(len(w))})" for w in words)
+        return " and ".join(f'"{w[0]}…" ({len(w)} letters)' for w in words)
 
     @staticmethod
     def _noun(answer: str) -> str:
