@@ -171,7 +171,7 @@ def _tasks(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def load_audit_input(root: str | Path, split: str | None = None) -> AuditInput:
-    root = Path(root)
+    root = Path(root).resolve()
     if not root.is_dir():
         raise AuditInputError(f"{root}: no benchmark folder here")
     qrels_path = find_qrels(root, split)
