@@ -84,3 +84,19 @@ def test_settings_profile_and_run_identity(tmp_path: Path) -> None:
     url_b = run_id_for("en", tmp_path, "openai:http://b:9000/v1#m", 1, tmp_path, "full")
     assert url_a == url_b  # the endpoint may move between tries; the model may not
     assert url_a != run_id_for("en", tmp_path, "openai:http://a:8000/v1#other", 1, tmp_path, "full")
+
+
+def test_bad_flags_fail_before_prefect_starts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "factory.cli", "build-benchmark", "--n", "2", "--llm", "fake:factory",
+            "--out", str(tmp_path / "out")]
+    bad_lang = subprocess.run([*base, "--lang", "de", "--corpus", str(tmp_path)], capture_output=True, text=True,
+                              timeout=300)
+    assert bad_lang.returncode == 1 and "--lang must be en or ru" in bad_lang.stderr
+    missing = subprocess.run([*base, "--lang", "en", "--corpus", str(tmp_path / "nope.jsonl")], capture_output=True,
+                             text=True, timeout=300)
+    assert missing.returncode == 1 and "nope.jsonl: corpus not found" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
+    assert not (tmp_path / "out").exists()
