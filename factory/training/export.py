@@ -218,6 +218,7 @@ def export_training(
     spec = teacher or s.teacher
     name = teacher_name(spec) if spec else (f"{getattr(llm, 'name', 'llm')}:{getattr(llm, 'model', '')}" if llm else None)
     run = 0
+    started: set[str] = set()  # tasks the teacher ran on now (training.max_teacher_tasks counts them)
     if (spec or llm is not None) and sft:
         gateway = None
         if llm is None:
@@ -236,8 +237,10 @@ def export_training(
                     if progress is not None:
                         progress(f"teacher {lang}", done[0], total)
 
+                budget = None if s.max_teacher_tasks is None else s.max_teacher_tasks - len(started)
                 links = run_teacher(store, lang_sft, searcher, llm, settings, teacher=name or "", lang=lang,
-                                    text_of=text_of, run_id=run_id, limit=s.max_teacher_tasks, progress=tick)
+                                    text_of=text_of, run_id=run_id, limit=budget, progress=tick)
+                started.update(link.task_id for link in links)
                 run += len(links)
         finally:
             if gateway is not None:
