@@ -19,6 +19,13 @@ figure and a final summary line.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# run as a script, this folder comes first on sys.path, and bench/select.py would
+# shadow the standard library's `select` module
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 import argparse
 import gc
 import json
@@ -26,10 +33,8 @@ import os
 import random
 import resource
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
