@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from factory.errors import FactoryError
@@ -92,32 +93,37 @@ def _as_dict(result) -> dict:
 
 
 def _show(result) -> None:
-    lines = [f"[bold]cell[/] {result.cell.key}"]
+    lines = [f"[bold]cell[/] {_e(result.cell.key)}"]
     sub = result.subgraph
     if sub is not None:
         names = {k: v.get("name", k) for k, v in sub.figures.get("entities", {}).items()}
         answer = names.get(sub.answer_entity or "", "(open)")
-        lines.append(f"[bold]answer entity[/] {answer}   [bold]bridges[/] "
-                     f"{', '.join(names.get(b, b) for b in sub.bridge_entities) or '-'}   [bold]named[/] "
-                     f"{', '.join(names.get(c, c) for c in sub.constraint_entities) or '-'}")
+        lines.append(f"[bold]answer entity[/] {_e(answer)}   [bold]bridges[/] "
+                     f"{_e(', '.join(names.get(b, b) for b in sub.bridge_entities) or '-')}   [bold]named[/] "
+                     f"{_e(', '.join(names.get(c, c) for c in sub.constraint_entities) or '-')}")
         for chunk_id in sub.chunk_ids:
             text = " ".join(result.chunk_texts.get(chunk_id, "").split())
-            lines.append(f"  [cyan]{chunk_id}[/] ({sub.roles.get(chunk_id, '')}): {text[:220]}")
+            lines.append(f"  [cyan]{_e(chunk_id)}[/] ({_e(sub.roles.get(chunk_id, ''))}): {_e(text[:220])}")
     if result.sheet is not None:
         lines.append("[bold]facts[/]")
-        lines.extend(f"  [{f.chunk_id}] {f.paraphrase}" for f in result.sheet.facts)
+        lines.extend(f"  {_e(f'[{f.chunk_id}]')} {_e(f.paraphrase)}" for f in result.sheet.facts)
     if result.stopped:
-        lines.append(f"[red]stopped at {result.stopped}[/]: {result.reason}")
+        lines.append(f"[red]stopped at {result.stopped}[/]: {_e(result.reason)}")
     draft = result.draft
     if draft is not None:
         if draft.parse_error:
-            lines.append(f"[red]parse error[/]: {draft.parse_error}; raw: {draft.raw[:300]!r}")
+            lines.append(f"[red]parse error[/]: {_e(draft.parse_error)}; raw: {_e(repr(draft.raw[:300]))}")
         else:
-            lines.append(f"[bold green]Q[/] {draft.question}")
-            lines.append(f"[bold green]A[/] {draft.answer}" + (f"  (aliases: {', '.join(draft.answer_aliases)})"
-                                                                if draft.answer_aliases else ""))
-            lines.extend(f"  step: {s}" for s in draft.reasoning_steps)
+            lines.append(f"[bold green]Q[/] {_e(draft.question)}")
+            lines.append(f"[bold green]A[/] {_e(draft.answer)}" + (f"  (aliases: {_e(', '.join(draft.answer_aliases))})"
+                                                                   if draft.answer_aliases else ""))
+            lines.extend(f"  step: {_e(s)}" for s in draft.reasoning_steps)
     out.print(Panel("\n".join(lines), title=f"candidate {result.index}", expand=True), highlight=False)
+
+
+def _e(value: object) -> str:
+    """Corpus and model text shown inside Rich markup: brackets must not become tags."""
+    return escape(str(value))
 
 
 def register(app: typer.Typer) -> None:

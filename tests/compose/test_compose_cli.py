@@ -64,3 +64,11 @@ def test_compose_rejects_a_bad_cell(store):
     result = CliRunner().invoke(app, ["compose", "--store", str(store.root), "--llm", "fake", "--cell", "calculation/direct/person"])
     assert result.exit_code != 0
     assert "compatibility" in str(result.exception) or "compatibility" in result.output
+
+
+def test_panels_show_bracketed_chunk_ids(store):
+    _write(store)
+    result = CliRunner().invoke(app, ["compose", "--store", str(store.root), "--llm", "fake", "--n", "1",
+                                      "--cell", "chain/direct/person", "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    assert "[a_0]" in result.output or "[b_0]" in result.output or "[c_0]" in result.output or "[d_0]" in result.output
