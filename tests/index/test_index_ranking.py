@@ -30,6 +30,18 @@ def test_top_k_min_score_and_short_arrays():
     assert top_k(scores, 0).tolist() == []
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_top_k_agrees_with_a_full_sort_on_sparse_tied_scores(seed):
+    rng = np.random.default_rng(seed)
+    scores = np.zeros(3000, dtype=np.float32)
+    hit = rng.choice(3000, 200, replace=False)
+    scores[hit] = rng.integers(1, 6, size=200).astype(np.float32)  # few values: many ties
+    want = [i for i in sorted(range(3000), key=lambda i: (-scores[i], i)) if scores[i] > 0]
+    for k in (1, 10, 57, 200, 500):
+        assert top_k(scores, k, min_score=0.0).tolist() == want[:k]
+    assert top_k(scores, 10).tolist() == sorted(range(3000), key=lambda i: (-scores[i], i))[:10]
+
+
 def test_snippet_caps_whitespace_tokens_and_keeps_spacing():
     text = "Alpha  beta\ngamma delta epsilon"
     assert snippet(text, 3) == "Alpha  beta\ngamma"
