@@ -76,7 +76,7 @@ def _print(reports, k: int) -> None:
         table.add_column(column, justify="left" if column == "retriever" else "right")
     for r in reports:
         name = r.retriever + (f" ({r.llm}, {r.rollouts} rollout{'s' if r.rollouts != 1 else ''})" if r.llm else "")
-        table.add_row(name, f"{r.recall:.3f}", f"{r.trajectory_recall:.3f}",
+        table.add_row(name, f"{r.recall:.4f}", f"{r.trajectory_recall:.4f}",
                       f"{r.searches_mean:.1f}" if r.retriever == "agent" else "1", f"{r.elapsed_s:.1f} s")
     console.print(table)
     mechanics = sorted({m for r in reports for m in r.per_mechanic})
@@ -88,7 +88,7 @@ def _print(reports, k: int) -> None:
             by.add_column(r.retriever, justify="right")
         for m in mechanics:
             n = next(r.per_mechanic[m]["queries"] for r in reports if m in r.per_mechanic)
-            by.add_row(m, str(int(n)), *[f"{r.per_mechanic[m]['recall']:.3f}" if m in r.per_mechanic else "-" for r in reports])
+            by.add_row(m, str(int(n)), *[f"{r.per_mechanic[m]['recall']:.4f}" if m in r.per_mechanic else "-" for r in reports])
         console.print(by)
 
 
