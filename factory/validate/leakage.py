@@ -110,8 +110,7 @@ class LeakageValidator:
             return verdict(self.name, True, **figures)
         reason = "answer_leaked" if any(l.role == "answer" for l in leaks) else "bridge_leaked"
         items = "; ".join(
-            say(lang, "leak_item", words=leak.words, how=say(lang, f"leak_how_{leak.kind}"),
-                what=say(lang, f"leak_what_{leak.role}"), name=leak.name)
+            say(lang, "leak_item", words=leak.words, phrase=say(lang, f"leak_{leak.kind}_{leak.role}"), name=leak.name)
             for leak in leaks
         )
         feedback = say(lang, "leaked", items=items)
