@@ -204,7 +204,9 @@ class AgentSettings(Section):
     protocol: Literal["auto", "tools", "json"] = Field(
         "auto", description="tools: OpenAI tool calls; json: one schema-constrained JSON action per turn"
     )
-    query_dedup: Literal["round", "episode"] = Field("episode", description="where repeated queries are rejected")
+    query_dedup: Literal["round", "episode"] = Field(
+        "round", description="where repeated queries are rejected: a fresh round has forgotten the earlier queries"
+    )
     searcher: Literal["bm25", "dense", "hybrid"] = Field("bm25", description="index the agent searches when given a fixed index")
     rollouts: int = Field(1, ge=1, description="episodes per question, fused by reciprocal rank fusion")
     concurrency: int = Field(4, ge=1, description="rollouts in flight")
