@@ -56,34 +56,47 @@ class FinalizeArgs(_Args):
 
 ARG_MODELS: dict[str, type[_Args]] = {SEARCH: SearchArgs, SAVE: SaveArgs, FINALIZE: FinalizeArgs}
 
-_STRINGS = {"type": "array", "items": {"type": "string"}}
+# Length caps keep a grammar-constrained small model from rambling inside a string
+# until its token limit cuts the JSON off (seen with SmolLM2: reasons of repeated dates).
+QUERY_CHARS, ID_CHARS, REASON_CHARS, CONCEPT_CHARS, SUMMARY_CHARS, GOAL_CHARS = 160, 80, 240, 80, 480, 240
+MAX_CONCEPTS = 8
 
 
-def _chunk_reasons(what: str) -> dict[str, Any]:
+def _text(description: str, max_chars: int) -> dict[str, Any]:
+    return {"type": "string", "description": description, "maxLength": max_chars}
+
+
+def _strings(description: str, max_chars: int, max_items: int) -> dict[str, Any]:
+    return {"type": "array", "description": description, "items": {"type": "string", "maxLength": max_chars},
+            "maxItems": max_items}
+
+
+def _chunk_reasons(what: str, max_items: int) -> dict[str, Any]:
     return {
         "type": "array",
         "description": what,
         "items": {
             "type": "object",
             "properties": {
-                "chunk_id": {"type": "string", "description": "a chunk id exactly as shown in a search result"},
-                "reason": {"type": "string", "description": "what this chunk establishes for the question"},
+                "chunk_id": _text("a chunk id exactly as shown in a search result", ID_CHARS),
+                "reason": _text("what this chunk establishes for the question", REASON_CHARS),
             },
             "required": ["chunk_id", "reason"],
         },
+        "maxItems": max_items,
     }
 
 
 def tool_parameters(limits: AgentLimits) -> dict[str, dict[str, Any]]:
     coverage = {
-        "covered_concepts": dict(_STRINGS, description="parts of the question the evidence settles"),
-        "unresolved_concepts": dict(_STRINGS, description="parts of the question still open"),
+        "covered_concepts": _strings("parts of the question the evidence settles", CONCEPT_CHARS, MAX_CONCEPTS),
+        "unresolved_concepts": _strings("parts of the question still open", CONCEPT_CHARS, MAX_CONCEPTS),
     }
     return {
         SEARCH: {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "a search query (keywords or a short phrase)"},
+                "query": _text("a search query (keywords or a short phrase)", QUERY_CHARS),
                 "top_k": {
                     "type": "integer",
                     "description": f"results wanted, 1 to {limits.top_k_max} (default {limits.top_k_default})",
@@ -94,18 +107,19 @@ def tool_parameters(limits: AgentLimits) -> dict[str, dict[str, Any]]:
         SAVE: {
             "type": "object",
             "properties": {
-                "saved_chunks": _chunk_reasons("chunks to keep as evidence, each with a reason"),
-                "drop_from_saved": dict(_STRINGS, description="ids of saved chunks that turned out useless"),
+                "saved_chunks": _chunk_reasons("chunks to keep as evidence, each with a reason", limits.saved_soft_cap),
+                "drop_from_saved": _strings("ids of saved chunks that turned out useless", ID_CHARS,
+                                            limits.saved_soft_cap),
                 **coverage,
-                "round_summary": {"type": "string", "description": "what this round found and ruled out"},
-                "next_round_goal": {"type": "string", "description": "what the next round must find"},
+                "round_summary": _text("what this round found and ruled out", SUMMARY_CHARS),
+                "next_round_goal": _text("what the next round must find", GOAL_CHARS),
             },
             "required": ["saved_chunks", "covered_concepts", "unresolved_concepts", "round_summary", "next_round_goal"],
         },
         FINALIZE: {
             "type": "object",
             "properties": {
-                "ranking": _chunk_reasons(f"the best evidence first, at most {limits.final_k} chunks"),
+                "ranking": _chunk_reasons(f"the best evidence first, at most {limits.final_k} chunks", limits.final_k),
                 **coverage,
             },
             "required": ["ranking", "covered_concepts", "unresolved_concepts"],

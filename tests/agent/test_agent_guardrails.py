@@ -124,17 +124,23 @@ def test_repeated_query_differing_in_case_or_spacing_refused(searcher):
     assert trace.queries == ["Carrow Bridge flood", "Carrow Bridge"]
 
 
-def test_repeated_query_refused_in_a_later_round_too(searcher):
+def test_episode_scope_refuses_a_query_in_a_later_round_too(searcher):
     script = [*five_searches(), save(P, ["en_place_001_0"]), search(P, "vellmoor")]
+    trace, _ = run(searcher, script, settings_with(rounds=2, query_dedup="episode"))
+    [turn] = rejected(trace, "query_repeated")
+    assert turn.round_no == 2 and "in this episode" in turn.message
+
+
+def test_by_default_a_fresh_round_may_ask_an_earlier_query_again(searcher):
+    # the fresh context no longer shows the earlier queries, so they are not held against the model
+    script = [*five_searches(), save(P, ["en_place_001_0"]), search(P, "vellmoor"), search(P, "VELLMOOR")]
     trace, _ = run(searcher, script, settings_with(rounds=2))
     [turn] = rejected(trace, "query_repeated")
-    assert turn.round_no == 2
-
-
-def test_round_scope_allows_a_query_again_in_a_new_round(searcher):
-    script = [*five_searches(), save(P, ["en_place_001_0"]), search(P, "vellmoor")]
-    trace, _ = run(searcher, script, settings_with(rounds=2, query_dedup="round"))
-    assert not rejected(trace, "query_repeated") and trace.queries[-1] == "vellmoor"
+    assert turn.round_no == 2 and turn.query is None and "in this round" in turn.message
+    assert trace.queries[-1] == "vellmoor"
+    # the repeated query's results skip the saved chunk
+    again = next(t for t in trace.turns if t.round_no == 2 and t.query == "vellmoor")
+    assert "en_place_001_0" not in [h.chunk_id for h in again.results]
 
 
 def test_results_shown_this_round_are_filtered(searcher):
