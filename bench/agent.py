@@ -138,13 +138,17 @@ def bench_overhead(index, episodes: int) -> None:
              fake_model_ms=round(llm.seconds / turns * 1000, 3), harness_ms_per_turn=round(harness * 1000, 3))
 
 
-def bench_model(index, docs: list[dict], spec: str, questions: int, max_rounds: int | None) -> list[dict]:
+def bench_model(index, docs: list[dict], spec: str, questions: int, max_rounds: int | None,
+                max_turns: int | None) -> list[dict]:
     from factory.llm.registry import make_llm
 
     start = time.perf_counter()
     backend = make_llm(spec)
     emit(part="model_load", llm=spec, load_s=round(time.perf_counter() - start, 2), context_tokens=backend.context_tokens)
-    settings = Settings(agent={"max_rounds": max_rounds} if max_rounds else {})
+    agent_over: dict = {"max_rounds": max_rounds} if max_rounds else {}
+    if max_turns:
+        agent_over.update(small={"max_turns_per_round": max_turns}, standard={"max_turns_per_round": max_turns})
+    settings = Settings(agent=agent_over)
     picked = [d for d in docs if d.get("description")]
     step = max(1, len(picked) // questions)
     results = []
@@ -230,6 +234,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=3, help="episodes with the real model")
     parser.add_argument("--llm", default="llamacpp:smollm2-135m")
     parser.add_argument("--max-rounds", type=int, default=None, help="cap the agent's rounds (default: the profile's)")
+    parser.add_argument("--max-turns", type=int, default=None, help="cap the turns per round (default: the profile's)")
     parser.add_argument("--no-model", action="store_true")
     parser.add_argument("--make-benchmark", type=Path, default=None,
                         help="only write a hand-built BEIR folder over the corpus (with its index) and stop")
@@ -249,7 +254,7 @@ def main() -> None:
         index = open_index(Path(tmp) / "index")
         emit(part="index", chunks=len(chunks), build_s=round(time.perf_counter() - start, 2))
         bench_overhead(index, args.episodes)
-        episodes = [] if args.no_model else bench_model(index, docs, args.llm, args.questions, args.max_rounds)
+        episodes = [] if args.no_model else bench_model(index, docs, args.llm, args.questions, args.max_rounds, args.max_turns)
     overhead = [f for f in FIGURES if f["part"] == "overhead"]
     summary = dict(
         part="summary",
@@ -261,6 +266,8 @@ def main() -> None:
     if episodes:
         summary.update(
             llm=args.llm,
+            max_rounds=args.max_rounds,
+            max_turns=args.max_turns,
             episodes=len(episodes),
             episode_wall_s_mean=round(statistics.mean(e["wall_s"] for e in episodes), 2),
             searches_mean=statistics.mean(e["searches"] for e in episodes),
