@@ -86,9 +86,9 @@ class FactoryFake:
         name = request.schema_name or ""
         user = _user(request)
         if name.startswith("Facts"):
-            return self.facts(user)
+            return fit(self.facts(user), request.output_schema or {})
         if name.startswith("DraftOut"):
-            return self.draft(user)
+            return fit(self.draft(user), request.output_schema or {})
         if name == "ClosedBookAnswer":
             return {"answer": "unknown"}
         if name == "EvidenceAnswer":
@@ -251,6 +251,30 @@ class FactoryFake:
     def _question_in(user: str) -> str:
         found = re.findall(r"^(?:Question|Вопрос):\s*(.+)$", user, re.MULTILINE)
         return found[-1].strip() if found else ""  # the prompt's own line comes after the evidence
+
+
+def fit(value: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """Cut strings and lists to the schema's maxLength and maxItems, as a constrained decoder would."""
+    root = root or schema
+    while "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    for combo in ("anyOf", "allOf", "oneOf"):
+        for option in schema.get(combo, []):
+            if option.get("type") not in (None, "null"):
+                schema = option
+                break
+    if isinstance(value, str) and "maxLength" in schema:
+        return value[: int(schema["maxLength"])]
+    if isinstance(value, list):
+        items = value[: int(schema["maxItems"])] if "maxItems" in schema else value
+        return [fit(v, schema.get("items", {}), root) for v in items]
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: fit(v, props.get(k, {}), root) for k, v in value.items()}
+    return value
 
 
 def factory_fake(*, delay_s: float = 0.0, model: str = "fake-factory") -> FakeLLM:

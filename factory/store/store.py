@@ -190,8 +190,9 @@ class Store:
         query is then simply retried (the merged segment holds the same rows).
         """
         for attempt in range(5):
-            con = self.connect()
+            con = None
             try:
+                con = self.connect()  # creating the views globs the segments too: inside the retry
                 cursor = con.execute(sql, params or [])
                 names = [d[0] for d in cursor.description] if cursor.description else []
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -200,7 +201,8 @@ class Store:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             finally:
-                con.close()
+                if con is not None:
+                    con.close()
         return []
 
     def scalar(self, sql: str, params: list[Any] | None = None) -> Any:

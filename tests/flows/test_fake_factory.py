@@ -77,3 +77,16 @@ def test_other_requests_fall_back_to_schema_instances() -> None:
         "type": "object", "properties": {"x": {"type": "integer"}}}, schema_name="Other"))
     assert response.parsed == {"x": 0}
     assert llm.model == "fake-factory" and make_llm("fake").model != llm.model
+
+
+def test_answers_fit_the_schema_limits() -> None:
+    from factory.compose.facts import FACT_CHARS, facts_model
+
+    long_sentence = "Vellmoor " + "grew and grew " * 80 + "until 1900."
+    texts = {"a_0": long_sentence + " Edmund Carrow opened the works.", "b_0": "Dunmere lies on Lake Tessaly."}
+    subgraph = Subgraph(cell=Cell.parse("chain/direct/person"), lang="en", chunk_ids=list(texts),
+                        figures={"entities": {}})
+    sheet = build_fact_sheet(subgraph, texts, make_llm("fake:factory"), "en", "c1")
+    assert all(len(f.statement) <= FACT_CHARS for f in sheet.facts)
+    assert {f.chunk_id for f in sheet.facts} == set(texts)
+    assert facts_model(2)  # the schema the answer was checked against
