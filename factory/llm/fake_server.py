@@ -5,13 +5,16 @@ A fake shipped in the package (not a mock): tests and benchmarks drive the real
 Each request can, with a seeded probability, hang past the client's timeout, answer
 HTTP 500 or 429, send a body that is not JSON, or send a well-formed completion whose
 content is broken JSON. Every request is logged (``log``) with its outcome, so a test
-can count what reached the server.
+can count what reached the server. ``llm_answer(llm)`` puts any in-process LLM (such as
+``fake:factory``) behind the server; ``stop()`` also cuts open keep-alive connections,
+so a stopped server is down for its clients, and ``start()`` again reuses the port.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from factory.llm.fake import example_from_schema
+from factory.llm.types import LLM, LLMRequest, Message, Sampling, ToolCall, ToolSpec
 
 
 @dataclass
@@ -41,6 +45,42 @@ def default_answer(body: dict[str, Any]) -> str:
     return f"echo: {last[:200]}"
 
 
+def llm_answer(llm: LLM) -> Callable[[dict[str, Any]], str | dict[str, Any]]:
+    """An ``answer`` for the server that asks ``llm`` (a request body back into an LLMRequest)."""
+
+    def answer(body: dict[str, Any]) -> str | dict[str, Any]:
+        fmt = body.get("response_format") or {}
+        named = fmt.get("json_schema") or {}
+        choice = body.get("tool_choice")
+        request = LLMRequest(
+            messages=[_message(m) for m in body.get("messages", [])],
+            tools=[ToolSpec(name=t["function"]["name"], description=t["function"].get("description") or "",
+                            parameters=t["function"].get("parameters") or {}) for t in body.get("tools") or []],
+            tool_choice=choice["function"]["name"] if isinstance(choice, dict) else choice,
+            output_schema=fmt.get("schema") or named.get("schema"),
+            schema_name=named.get("name"),
+            sampling=Sampling(temperature=body.get("temperature") or 0.0, top_p=body.get("top_p") or 1.0,
+                              max_tokens=body.get("max_tokens") or 512, stop=body.get("stop") or []),
+            seed=int(body.get("seed") or 0),
+        )
+        response = llm.complete(request)
+        if response.tool_calls:
+            return {"content": response.text or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in response.tool_calls]}
+        return response.text
+
+    return answer
+
+
+def _message(raw: dict[str, Any]) -> Message:
+    calls = [ToolCall(id=c.get("id") or f"call_{i}", name=c["function"]["name"],
+                      arguments=c["function"].get("arguments") or "{}")
+             for i, c in enumerate(raw.get("tool_calls") or [])]
+    return Message(role=raw["role"], content=raw.get("content") or "", tool_calls=calls,
+                   tool_call_id=raw.get("tool_call_id"), name=raw.get("name"))
+
+
 class FakeOpenAIServer:
     def __init__(
         self,
@@ -50,8 +90,10 @@ class FakeOpenAIServer:
         delay_s: float = 0.0,
         seed: int = 0,
         model: str = "fake-http",
+        port: int = 0,
     ) -> None:
         self.answer = answer
+        self.port = port
         self.faults = faults or Faults()
         self.delay_s = delay_s
         self.model = model
@@ -60,6 +102,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
 
     @property
     def url(self) -> str:
@@ -67,8 +110,9 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def start(self) -> "FakeOpenAIServer":
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         server.daemon_threads = True
+        self.port = int(server.server_address[1])  # a restart comes back on the same port
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
         self._thread.start()
@@ -79,6 +123,17 @@ class FakeOpenAIServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:  # keep-alive connections would go on being served: cut them
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
 
     def __enter__(self) -> "FakeOpenAIServer":
         return self.start()
@@ -123,6 +178,19 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
+
+        def setup(self) -> None:
+            super().setup()
+            with owner._lock:
+                owner._connections.add(self.connection)
+
+        def finish(self) -> None:
+            with owner._lock:
+                owner._connections.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
 
         def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
             self.send_response(status)

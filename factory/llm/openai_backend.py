@@ -14,21 +14,23 @@ take a JSON schema, so the spec says which (``structured``):
 Tools go in the OpenAI tools layout; assistant tool calls and tool results round-trip.
 Retries are the client's own: timeouts, refused connections, 408/409/429 and 5xx,
 with exponential backoff and jitter, ``max_retries`` times. Several comma-separated
-URLs serving one model are used round-robin. The API key is read from an environment
-variable (never part of a spec, a log or a cache key).
+URLs serving one model are load-balanced (``factory/llm/balancer.py``): the least busy
+endpoint first, and a request that fails on one endpoint is retried on another while
+the failed one rests. The API key is read from an environment variable (never part of
+a spec, a log or a cache key).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import threading
+import time
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from factory.errors import FactoryError
+from factory.llm.balancer import EndpointPool
 from factory.llm.base import describe_error, guarded
 from factory.llm.spec import LLMSpec, float_option, int_option
 from factory.llm.structured import check_output
@@ -57,6 +59,7 @@ class OpenAIBackend:
         timeout_s: float = 120.0,
         max_retries: int = 4,
         context_tokens: int = 0,
+        cooldown_s: float = 2.0,
     ) -> None:
         if not urls:
             raise OpenAIBackendError("the openai backend needs an endpoint URL, e.g. openai:http://127.0.0.1:8000/v1#MODEL")
@@ -69,12 +72,13 @@ class OpenAIBackend:
         self.urls = urls
         self.model = model
         self.structured = structured
+        # one endpoint: the client retries on it; several: the pool retries on another one
+        client_retries = max_retries if len(urls) == 1 else 0
         self._clients = [
-            OpenAI(base_url=url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=max_retries)
+            OpenAI(base_url=url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=client_retries)
             for url in urls
         ]
-        self._turn = itertools.cycle(range(len(self._clients)))
-        self._turn_lock = threading.Lock()
+        self.pool = EndpointPool(urls, cooldown_s=cooldown_s)
         self._context = context_tokens
         self._body_retries = max_retries
 
@@ -91,6 +95,7 @@ class OpenAIBackend:
             timeout_s=float_option(spec, "timeout", settings.timeout_s),
             max_retries=int_option(spec, "retries", settings.max_retries),
             context_tokens=int_option(spec, "context", settings.context_tokens),
+            cooldown_s=float_option(spec, "cooldown", 2.0),
         )
 
     @property
@@ -101,25 +106,21 @@ class OpenAIBackend:
         return self._context
 
     def _probe_context(self) -> int:
-        try:
-            for entry in self._clients[0].with_options(max_retries=0, timeout=5.0).models.list().data:
-                if entry.id == self.model:
-                    extra = entry.model_extra or {}
-                    value = extra.get("max_model_len") or (extra.get("meta") or {}).get("n_ctx_train")
-                    return int(value) if value else 0
-        except Exception:  # noqa: BLE001 - a probe: the fallback is fine
-            return 0
+        for client in self._clients:  # the first endpoint that answers (one may be down)
+            try:
+                for entry in client.with_options(max_retries=0, timeout=5.0).models.list().data:
+                    if entry.id == self.model:
+                        extra = entry.model_extra or {}
+                        value = extra.get("max_model_len") or (extra.get("meta") or {}).get("n_ctx_train")
+                        return int(value) if value else 0
+                return 0
+            except Exception:  # noqa: BLE001 - a probe: try the next endpoint, else the fallback
+                continue
         return 0
 
-    def _client(self):
-        with self._turn_lock:
-            return self._clients[next(self._turn)]
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        return guarded(self.name, self.model, self._complete, request)
-
-    def _complete(self, request: LLMRequest) -> LLMResponse:
-        kwargs = self.request_kwargs(request)
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        if len(self._clients) > 1:
+            return self._create_balanced(kwargs)
         # the client retries transport faults and 429/5xx itself; a 200 whose body is not
         # JSON (a proxy cutting the answer off) it does not, so that is retried here
         retrying = Retrying(
@@ -128,9 +129,40 @@ class OpenAIBackend:
             wait=wait_random_exponential(multiplier=0.25, max=4.0),
             reraise=True,
         )
+        return retrying(lambda: self._clients[0].chat.completions.create(**kwargs))
+
+    def _create_balanced(self, kwargs: dict[str, Any]) -> Any:
+        """One request over the pool: a retryable failure moves it to another endpoint."""
+        failed_on: set[int] = set()
+        error: Exception | None = None
+        for attempt in range(1 + self._body_retries):
+            index = self.pool.acquire(failed_on)
+            if attempt and (index in failed_on or self.pool.resting(index)):
+                # nowhere else to go: back off before asking a failed endpoint again
+                time.sleep(min(4.0, max(self.pool.resting(index), 0.25 * 2 ** attempt)))
+            try:
+                out = self._clients[index].chat.completions.create(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - sorted below into retry or give up
+                retry, down = _retryable(exc)
+                self.pool.release(index, ok=False, down=down)
+                if not retry:
+                    raise
+                failed_on.add(index)
+                error = exc
+                continue
+            self.pool.release(index, ok=True)
+            return out
+        assert error is not None
+        raise error
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        return guarded(self.name, self.model, self._complete, request)
+
+    def _complete(self, request: LLMRequest) -> LLMResponse:
+        kwargs = self.request_kwargs(request)
         try:
-            out = retrying(lambda: self._client().chat.completions.create(**kwargs))
-        except Exception as exc:  # noqa: BLE001 - after the client's retries: a recorded failure
+            out = self._create(kwargs)
+        except Exception as exc:  # noqa: BLE001 - after the retries: a recorded failure
             return LLMResponse(error=_api_error(exc), backend=self.name, model=self.model)
         if not getattr(out, "choices", None):
             return LLMResponse(error=f"malformed answer from the server: {str(out)[:300]}", backend=self.name, model=self.model)
@@ -202,6 +234,20 @@ def _openai_message(message: Message) -> dict[str, Any]:
     if message.name and message.role != "tool":
         out["name"] = message.name
     return out
+
+
+def _retryable(exc: Exception) -> tuple[bool, bool]:
+    """(retry elsewhere, the endpoint itself is down) for an error from one endpoint."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # refused, reset, timed out
+        return True, True
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status in (502, 503, 504):  # a proxy or a server that is starting or going away
+            return True, True
+        return status in (408, 409, 429) or status >= 500, False
+    return isinstance(exc, json.JSONDecodeError), False
 
 
 def _api_error(exc: Exception) -> str:

@@ -7,13 +7,14 @@ Grammar: ``BACKEND[+FLAVOR][:TARGET][#MODEL][?KEY=VALUE&...]``
 * ``openai+llamacpp:http://127.0.0.1:8080/v1#smollm2`` (a llama.cpp server:
   structured output as ``json_object`` with a ``schema``)
 * ``openai:http://h1:8000/v1,http://h2:8000/v1#MODEL`` (several endpoints serving
-  the same model; requests are spread over them round-robin)
+  the same model; each request goes to the least busy one, and a failing endpoint
+  rests ``cooldown`` seconds, doubling while it keeps failing: see ``balancer.py``)
 * ``llamacpp:smollm2-135m`` or ``llamacpp:/path/model.gguf`` (embedded llama.cpp)
 * ``fake`` (deterministic answers, no model)
 
 Options after ``?`` override settings: ``structured=json_schema|json_object|none``,
 ``context=TOKENS``, ``threads=N``, ``timeout=SECONDS``, ``retries=N``,
-``api_key_env=VAR``, ``delay=SECONDS`` (fake). The query part is only read after the
+``api_key_env=VAR``, ``delay=SECONDS`` (fake), ``cooldown=SECONDS`` (several endpoints). The query part is only read after the
 ``#MODEL`` part (or when there is no ``#``), so endpoint URLs keep their own ``?``.
 """
 
@@ -52,7 +53,7 @@ class LLMSpec:
         return head + (f"#{self.model}" if self.model else "")
 
 
-KNOWN_OPTIONS = {"structured", "context", "threads", "timeout", "retries", "api_key_env", "delay"}
+KNOWN_OPTIONS = {"structured", "context", "threads", "timeout", "retries", "api_key_env", "delay", "cooldown"}
 
 
 def parse_spec(text: str) -> LLMSpec:
