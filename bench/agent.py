@@ -1,9 +1,9 @@
 """The search agent's cost: harness overhead per step, and full episodes with the embedded model.
 
-    .venv/bin/python bench/agent.py                    # both parts (minutes: the real model is slow on CPU)
-    .venv/bin/python bench/agent.py --no-model         # harness overhead only
-    .venv/bin/python bench/agent.py --questions 3 --llm llamacpp:smollm2-135m
-    .venv/bin/python bench/agent.py --make-benchmark outputs/wiki-eval   # a BEIR folder for `factory eval`
+    .venv/bin/python -m bench.agent                    # both parts (minutes: the real model is slow on CPU)
+    .venv/bin/python -m bench.agent --no-model         # harness overhead only
+    .venv/bin/python -m bench.agent --questions 3 --llm llamacpp:smollm2-135m
+    .venv/bin/python -m bench.agent --make-benchmark outputs/wiki-eval   # a BEIR folder for `factory eval`
 
 Corpus: the shared en-wiki-vital leads, one chunk per document (``ID_0``), in a BM25
 fixed index built into a temporary folder.
@@ -22,37 +22,25 @@ Prints one JSON line per figure and a final summary line.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# bench/ holds a select.py that would shadow the standard library's select module
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
 import json
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench import common
+from bench.common import EN_WIKI as CORPUS
+from factory.agent import SearchAgent
+from factory.index.fixed import build_index_from_chunks, open_index
+from factory.llm.fake import FakeLLM
+from factory.settings import Settings
 
-from factory.agent import SearchAgent  # noqa: E402
-from factory.index.fixed import build_index_from_chunks, open_index  # noqa: E402
-from factory.llm.fake import FakeLLM  # noqa: E402
-from factory.settings import Settings  # noqa: E402
-
-CORPUS = ROOT.parent / "shared" / "corpora" / "en-wiki-vital" / "docs.jsonl"
 FIGURES: list[dict] = []
 
 
 def emit(**figure) -> None:
-    FIGURES.append(figure)
-    print(json.dumps(figure, ensure_ascii=False), flush=True)
-
-
-def note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    FIGURES.append(common.emit(figure))
 
 
 class Timed:
@@ -227,7 +215,7 @@ def write_wiki_benchmark(out: Path, docs: list[dict], n_single: int, n_pair: int
          index_build_s=round(time.perf_counter() - start, 1), dense=dense)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=None, help="index only the first N documents")
     parser.add_argument("--episodes", type=int, default=5, help="scripted episodes for the overhead figure")
@@ -241,12 +229,13 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=20, help="describe queries of --make-benchmark")
     parser.add_argument("--pairs", type=int, default=20, help="link queries of --make-benchmark")
     parser.add_argument("--dense", default="default", help="dense model of --make-benchmark's index (or none)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
+    FIGURES.clear()
     docs = load_docs(args.docs)
     if args.make_benchmark:
         write_wiki_benchmark(args.make_benchmark, docs, args.single, args.pairs, None if args.dense == "none" else args.dense)
-        return
+        return FIGURES[-1]
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         chunks = [{"chunk_id": f"{d['id']}_0", "title": d["title"], "text": d["text"]} for d in docs]
@@ -277,6 +266,7 @@ def main() -> None:
             finalized_by_model=sum(e["finalized_by"] == "model" for e in episodes),
         )
     emit(**summary)
+    return summary
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Ingest throughput and peak memory on the shared corpora; prints one JSON line per corpus and a total.
 
-    .venv/bin/python bench/ingest.py [--corpus NAME ...] [--chunk-tokens N]
+    .venv/bin/python -m bench.ingest [--corpus NAME ...] [--chunk-tokens N] [--docs N] [--keep DIR]
 
 Each corpus runs in its own process (so peak memory is that corpus's alone). The
 stages are functions ``stage_*(ctx) -> dict`` listed in ``STAGES``: each measures
@@ -8,34 +8,25 @@ one step on its own, and ``stage_pipeline`` measures the whole
 read + chunk + dedup + store path through ``factory.ingest.ingest`` (entities
 off) in a fresh store. To measure another step (NER, statistics), write a stage
 function and add it to ``STAGES``; it can use ``ctx.store`` after the pipeline stage.
+``--docs N`` ingests only each corpus's first N documents; ``--keep DIR`` keeps the
+stores (``DIR/<corpus>/store``, with entity statistics) for other benches.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# python puts this folder first on sys.path, where a bench script's name can shadow a
-# standard module (bench/select.py hides `select`): drop it before importing anything else
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
-import importlib.util
-import json
 import multiprocessing as mp
-import resource
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench import ner
+from bench.common import EN_WIKI, RU_NEWS, emit, head_lines, load_avg, peak_rss_mb
 
-CORPORA = {
-    "en-wiki-vital": ("en", ROOT.parent / "shared" / "corpora" / "en-wiki-vital" / "docs.jsonl"),
-    "ru-wikinews": ("ru", ROOT.parent / "shared" / "corpora" / "ru-wikinews" / "docs.jsonl"),
-}
+CORPORA = {"en-wiki-vital": ("en", EN_WIKI), "ru-wikinews": ("ru", RU_NEWS)}
 
 
 @dataclass
@@ -107,56 +98,65 @@ def stage_pipeline(ctx: Context) -> dict[str, Any]:
 # the pipeline runs first, so that the peak memory measured after it is the pipeline's own
 STAGES: list[Callable[[Context], dict[str, Any]]] = [stage_pipeline, stage_read, stage_chunk, stage_dedup]
 
-# bench/ner.py: the NER and entity-statistics stages, after the pipeline (loaded by path:
-# bench/select.py would shadow the standard library's select if bench/ were on sys.path)
-_spec = importlib.util.spec_from_file_location("bench_ner", Path(__file__).with_name("ner.py"))
-ner = sys.modules["bench_ner"] = importlib.util.module_from_spec(_spec)  # registered: its workers pickle
-_spec.loader.exec_module(ner)
-
+# bench/ner.py: the NER and entity-statistics stages, after the pipeline
 STAGES += ner.ENTITY_STAGES
 
 
-def _peak_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def run_corpus(name: str, chunk_tokens: int | None) -> dict[str, Any]:
+def run_corpus(name: str, chunk_tokens: int | None, docs: int | None = None, keep: Path | None = None) -> dict[str, Any]:
     from factory.settings import load_settings
 
-    lang, path = CORPORA[name]
+    lang, source = CORPORA[name]
     settings = load_settings(**{"ingest.chunk_tokens": chunk_tokens})
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        path = head_lines(source, Path(tmp) / "docs.jsonl", docs)
         ctx = Context(name=name, lang=lang, path=path, settings=settings, workdir=Path(tmp))
-        figures: dict[str, Any] = {"corpus": name, "lang": lang, "chunk_tokens": settings.ingest.chunk_tokens}
+        figures: dict[str, Any] = {"corpus": name, "lang": lang, "chunk_tokens": settings.ingest.chunk_tokens,
+                                   "docs_limit": docs}
         for stage in STAGES:
             figures.update(stage(ctx))
-            figures[f"peak_rss_mb_after_{stage.__name__.removeprefix('stage_')}"] = _peak_mb()
+            figures[f"peak_rss_mb_after_{stage.__name__.removeprefix('stage_')}"] = peak_rss_mb()
         figures.update(ner.totals(figures))
-    figures["peak_rss_mb"] = _peak_mb()
+        if keep is not None:
+            target = keep / name / "store"
+            shutil.rmtree(target, ignore_errors=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(ctx.workdir / "store"), str(target))
+            figures["kept_store"] = str(target)
+    figures["peak_rss_mb"] = peak_rss_mb()
     return figures
 
 
-def _child(name: str, chunk_tokens: int | None, queue) -> None:
-    queue.put(run_corpus(name, chunk_tokens))
+def _child(name: str, chunk_tokens: int | None, docs: int | None, keep: Path | None, queue) -> None:
+    queue.put(run_corpus(name, chunk_tokens, docs, keep))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="default: all")
-    parser.add_argument("--chunk-tokens", type=int, default=None)
-    args = parser.parse_args()
+def bench_corpora(names: list[str], chunk_tokens: int | None = None, docs: int | None = None,
+                  keep: Path | None = None) -> list[dict[str, Any]]:
+    """One line per corpus, each measured in its own (spawned) process; printed as they come."""
     ctx = mp.get_context("spawn")
     lines = []
-    for name in args.corpus or list(CORPORA):
+    for name in names:
         queue = ctx.Queue()
-        process = ctx.Process(target=_child, args=(name, args.chunk_tokens, queue))
+        started_load = load_avg()
+        process = ctx.Process(target=_child, args=(name, chunk_tokens, docs, keep, queue))
         process.start()
         line = queue.get()
         process.join()
-        lines.append(line)
-        print(json.dumps(line), flush=True)
+        line["load_avg_1m_start"] = started_load
+        lines.append(emit(line))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="default: all")
+    parser.add_argument("--chunk-tokens", type=int, default=None)
+    parser.add_argument("--docs", type=int, default=None, help="only the first N documents of each corpus")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the stores under DIR/<corpus>/store")
+    args = parser.parse_args(argv)
+    lines = bench_corpora(args.corpus or list(CORPORA), args.chunk_tokens, args.docs, args.keep)
     ingest_s = sum(l["ingest_s"] for l in lines)
-    print(json.dumps({
+    return emit({
         "corpus": "total",
         "docs": sum(l["docs"] for l in lines),
         "chunks": sum(l["stored_chunks"] for l in lines),
@@ -165,7 +165,7 @@ def main() -> None:
         "ingest_chunks_per_s": _rate(sum(l["stored_chunks"] for l in lines), ingest_s),
         "peak_rss_mb": max(l["peak_rss_mb"] for l in lines),
         "pipeline_peak_rss_mb": max(l["peak_rss_mb_after_pipeline"] for l in lines),
-    }), flush=True)
+    })
 
 
 if __name__ == "__main__":

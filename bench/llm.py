@@ -1,6 +1,6 @@
 """LLM seam figures: embedded tokens/s, HTTP throughput by concurrency, gateway overhead.
 
-    .venv/bin/python bench/llm.py [--threads N] [--requests 16] [--only embedded samples server gateway]
+    .venv/bin/python -m bench.llm [--threads N] [--requests 16] [--only embedded samples server gateway]
 
 Prints one JSON line per measurement and a final JSON line with the summary. The
 embedded model is SmolLM2-135M-Instruct (English only); the HTTP figures run the
@@ -11,28 +11,21 @@ lock: concurrency queues there, it does not parallelise; vLLM batches instead).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-# the script's own folder must not be on the path: bench/llm.py and bench/select.py would
-# shadow the `llm` package and the standard library's `select`
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
-
-from factory.llm import Gateway, LLMRequest, Sampling, make_llm  # noqa: E402
-from factory.llm.fake import FakeLLM  # noqa: E402
-from factory.llm.llamacpp_backend import SMOLLM2  # noqa: E402
-from factory.llm.local_server import llamacpp_server  # noqa: E402
-from factory.settings import LLMSettings  # noqa: E402
-from factory.store import Store  # noqa: E402
+from bench import common
+from factory.llm import Gateway, LLMRequest, Sampling, make_llm
+from factory.llm.fake import FakeLLM
+from factory.llm.llamacpp_backend import SMOLLM2
+from factory.llm.local_server import llamacpp_server
+from factory.settings import LLMSettings
+from factory.store import Store
 
 TOPICS = ["rivers", "mountains", "libraries", "bridges", "forests", "harbours", "deserts", "islands"]
 PASSAGE = (
@@ -60,8 +53,7 @@ class ShortAnswer(BaseModel):
 
 
 def emit(record: dict) -> dict:
-    print(json.dumps(record, ensure_ascii=False), flush=True)
-    return record
+    return common.emit(record)
 
 
 def embedded_speed(threads: int) -> dict:
@@ -109,11 +101,11 @@ def samples(threads: int) -> list[dict]:
     return out
 
 
-def server_throughput(threads: int, n_requests: int) -> list[dict]:
+def server_throughput(threads: int, n_requests: int, levels: tuple[int, ...] = (1, 4, 8)) -> list[dict]:
     out = []
     with llamacpp_server(SMOLLM2.path(), alias="smollm2-135m", threads=threads, context_tokens=4096) as url:
         backend = make_llm(f"openai+llamacpp:{url}#smollm2-135m", LLMSettings(timeout_s=300))
-        for concurrency in (1, 4, 8):
+        for concurrency in levels:
             gateway = Gateway(backend, None, concurrency=concurrency)
             requests = [
                 LLMRequest.chat(None, f"Write a short paragraph about {TOPICS[i % len(TOPICS)]}.",
@@ -170,13 +162,14 @@ def gateway_overhead(n: int = 400) -> dict:
     })
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--requests", type=int, default=16)
+    parser.add_argument("--concurrency", default="1,4,8", help="concurrency levels of the server figure")
     parser.add_argument("--only", nargs="*", default=["embedded", "samples", "server", "gateway"],
                         choices=["embedded", "samples", "server", "gateway"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     # a shared machine: the load average says how much of it these figures had
     summary: dict = {"bench": "summary", "cpu_count": os.cpu_count(), "load_avg_1m_start": os.getloadavg()[0]}
     if "embedded" in args.only:
@@ -184,11 +177,12 @@ def main() -> None:
     if "samples" in args.only:
         summary["samples"] = samples(args.threads)
     if "server" in args.only:
-        summary["server"] = server_throughput(args.threads, args.requests)
+        levels = tuple(int(c) for c in args.concurrency.split(",") if c)
+        summary["server"] = server_throughput(args.threads, args.requests, levels)
     if "gateway" in args.only:
         summary["gateway"] = gateway_overhead()
     summary["load_avg_1m_end"] = os.getloadavg()[0]
-    print(json.dumps(summary, ensure_ascii=False))
+    return emit(summary)
 
 
 if __name__ == "__main__":

