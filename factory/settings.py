@@ -75,6 +75,8 @@ class ValidateSettings(Section):
     )
     answer_max_tokens: int = Field(8, ge=1, description="a longer reference answer is rejected as not short")
     min_support: int = Field(2, ge=1, description="support chunks a multi-hop cell needs")
+    question_min_words: int = Field(4, ge=1, description="content words (not stop words) a question needs")
+    question_min_grounded: int = Field(2, ge=0, description="of those, how many must occur in the support passages")
     single_hop_mechanics: list[str] = Field(default_factory=list, description="mechanics allowed one support chunk")
     leak_similarity: float = Field(0.88, gt=0, le=1, description="near-match ratio for leaked names (typos, transliteration)")
     shortcut_k: int = Field(10, ge=1)

@@ -38,3 +38,36 @@ def shared_corpora() -> Path:
     if not path.exists():
         pytest.fail(f"{path} is missing: the shared corpora are part of the test environment")
     return path
+
+
+MIXED_DISTRACTORS = 200  # enough that a top-10 search means something; NER on them takes seconds
+
+
+@pytest.fixture(scope="session")
+def mixed_corpus(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path):
+    """``mixed_corpus(lang)``: the fixture articles plus the first documents of a shared corpus.
+
+    On the ~20-article fixture alone a top-10 search returns half the corpus, so no grounded
+    question can pass the broad-query shortcut check; end-to-end tests that need accepted
+    tasks build on this corpus instead (validators are never relaxed to make them pass).
+    """
+    import json
+
+    made: dict[str, Path] = {}
+    sources = {"en": shared_corpora / "en-wiki-vital" / "docs.jsonl", "ru": shared_corpora / "ru-wikinews" / "docs.jsonl"}
+
+    def make(lang: str, distractors: int = MIXED_DISTRACTORS) -> Path:
+        key = f"{lang}-{distractors}"
+        if key not in made:
+            path = tmp_path_factory.mktemp("mixed_corpus") / f"corpus_{key}.jsonl"
+            lines = (FIXTURES / f"corpus_{lang}.jsonl").read_text(encoding="utf-8").splitlines()
+            with sources[lang].open(encoding="utf-8") as source:
+                for _, line in zip(range(distractors), source):
+                    record = json.loads(line)
+                    lines.append(json.dumps({"id": record["id"], "title": record.get("title", ""),
+                                             "text": record["text"]}, ensure_ascii=False))
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            made[key] = path
+        return made[key]
+
+    return make

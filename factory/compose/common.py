@@ -8,6 +8,7 @@ found there are data.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -47,6 +48,36 @@ def phrases(lang: str) -> dict[str, str]:
     if not path.exists():
         raise FactoryError(f"{path}: no phrases for language {lang!r}")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=8)
+def template_placeholders(lang: str) -> frozenset[str]:
+    """The example values in the prompts' ``JSON: {...}`` lines, case-folded.
+
+    A weak model often copies them ("other ways to write the answer") into its draft;
+    the schema validator refuses a draft that does.
+    """
+    found: set[str] = set()
+    folder = PROMPTS / lang
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("JSON:"):
+                try:
+                    example = json.loads(line.split(":", 1)[1])
+                except ValueError as exc:
+                    raise FactoryError(f"{path}: the JSON example line is not valid JSON ({exc})") from exc
+                found.update(v.strip().casefold() for v in _string_values(example))
+    return frozenset(v for v in found if v)
+
+
+def _string_values(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _string_values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _string_values(v)]
+    return []
 
 
 def render(lang: str, name: str, **values: Any) -> str:

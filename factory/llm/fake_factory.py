@@ -4,7 +4,7 @@ It answers the factory's own prompts from their content, recognised by the outpu
 schema's name, so the pipeline runs without a model: fact sheets (sentences of each
 passage), drafts (a question built from a few plain words of the non-answer passages,
 never the hidden entities or the answer), revisions (the words the checks quoted as
-leaks or shortcuts are dropped), closed-book answers ("unknown") and evidence answers.
+leaks or shortcuts are replaced by other words of the same passages), closed-book answers ("unknown") and evidence answers.
 
 An evidence answer is given only when the question is one this fake composed and
 every passage it was composed from is in the evidence (found by a sentence it took
@@ -139,12 +139,11 @@ class FactoryFake:
             shortlist = words[: max(3, len(words) // 2)]
             clues.extend(pick.sample(shortlist, min(len(shortlist), 2 if not clues else 1)))
         noun = self._noun(answer)
-        revising = "<draft>" in user
         if len(clues) >= 2:
-            # a revision hides the words behind an indirect description, as the checks ask
-            describe = self._indirect if revising else self._quote
+            # a revision takes other words of the same passages (the quoted ones are banned above)
             template = pick.choice(QUESTION[lang])
-            question = template.format(noun=noun, first=describe(clues[:-1], lang), second=describe(clues[-1:], lang))
+            question = template.format(noun=noun, first=self._quote(clues[:-1], lang),
+                                       second=self._quote(clues[-1:], lang))
         else:
             question = QUESTION_BARE[lang].format(noun=noun)
         probes = [self._probe(facts[p][0], lang) for p in labels if facts.get(p)]
@@ -209,18 +208,6 @@ class FactoryFake:
         if lang == "ru":
             return " и ".join(f"«{w}»" for w in words)
         return " and ".join(f'"{w}"' for w in words)
-
-    @staticmethod
-    def _indirect(words: list[str], lang: str) -> str:
-        """'"f…" (5 letters)' for "flood": the word hidden from any search that matches words."""
-        if lang == "ru":
-            def letters(k: int) -> str:
-                if k % 10 == 1 and k % 100 != 11:
-                    return "буква"
-                return "буквы" if k % 10 in (2, 3, 4) and k % 100 not in (12, 13, 14) else "букв"
-
-            return " и ".join(f"«{w[0]}…» ({len(w)} {letters(len(w))})" for w in words)
-        return " and ".join(f'"{w[0]}…" ({len(w)} letters)' for w in words)
 
     @staticmethod
     def _noun(answer: str) -> str:

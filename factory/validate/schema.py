@@ -1,13 +1,21 @@
-"""Schema: the draft parsed, cites chunks that exist, and has a short answer that is not a sentence."""
+"""Schema: the draft parsed, cites chunks that exist, asks a real question built from
+its evidence, and has a short answer that is not a sentence.
+
+A question with too few content words ("Combine the clues.") or none of the support's
+words cannot be searched for, yet it slips past every retrieval check (there is nothing
+to retrieve with) and a weak solver can still copy a phrase out of the support: it is
+refused here. So is a draft that copies the prompt's example values into its fields.
+"""
 
 from __future__ import annotations
 
 import re
 
+from factory.compose.common import template_placeholders
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
-from factory.validate.text import tokenize
+from factory.validate.text import content, tokenize
 
 # a finite verb-like token in an answer marks a sentence ('He founded the works in 1834')
 _SENTENCE_WORDS = {
@@ -56,7 +64,37 @@ class SchemaValidator:
         if len(support) < need:
             return fail("not_multi_hop", say={"mechanic": draft.cell.mechanic, "need": need, "n": len(support)},
                         **figures)
-        return verdict(self.name, True, **figures)
+        echoed = _echoed(draft, lang)
+        if echoed:
+            return fail("prompt_echo", say={"fields": ", ".join(echoed)}, echoed=echoed)
+        words = content(tokenize(draft.question, lang))
+        if len(words) < s.question_min_words:
+            return fail("question_too_short", say={"n": len(words), "min": s.question_min_words},
+                        question_words=len(words))
+        grounded = _grounded_words(words, ctx.chunks.texts(support).values(), lang)
+        if len(grounded) < s.question_min_grounded:
+            return fail("question_ungrounded", say={"n": len(grounded), "min": s.question_min_grounded},
+                        question_words=len(words), grounded_words=len(grounded))
+        long_aliases = [a for a in draft.answer_aliases if len(tokenize(a, lang)) > s.answer_max_tokens]
+        if long_aliases:
+            return fail("alias_too_long", say={"aliases": "; ".join(long_aliases), "max": s.answer_max_tokens})
+        return verdict(self.name, True, question_words=len(words), grounded_words=len(grounded), **figures)
+
+
+def _echoed(draft: Draft, lang: str) -> list[str]:
+    """Fields whose value is one of the prompt's example values (copied, not written)."""
+    examples = template_placeholders(lang) | template_placeholders("en")
+    fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases)}
+    return [name for name, values in fields.items() if any(v.strip().casefold() in examples for v in values)]
+
+
+def _grounded_words(words: list, texts, lang: str) -> set[str]:
+    """The question's content words (by lemma or stem) that occur in the support passages."""
+    keys: set[str] = set()
+    for text in texts:
+        for token in tokenize(text, lang):
+            keys.update((token.lemma, token.stem))
+    return {w.fold for w in words if w.lemma in keys or w.stem in keys}
 
 
 def _is_title_type(answer_type: str) -> bool:

@@ -1,4 +1,4 @@
-"""`factory build-benchmark` end to end on a fixture corpus with the `fake:factory` model.
+"""`factory build-benchmark` end to end on a fixture corpus with distractors (``mixed_corpus``) with the `fake:factory` model.
 
 All tests share one Prefect test server (conftest). One build runs in process and is
 rerun (resume with nothing left to do); another runs in a subprocess that a second
@@ -20,13 +20,12 @@ import pytest
 
 from factory.store import Store
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BUILD_TIMEOUT_S = 600
 
 
-def _args(out: Path, lang: str, n: int, llm: str, concurrency: int) -> list[str]:
+def _args(out: Path, corpus: Path, lang: str, n: int, llm: str, concurrency: int) -> list[str]:
     return [
-        "build-benchmark", "--lang", lang, "--corpus", str(FIXTURES / f"corpus_{lang}.jsonl"), "--n", str(n),
+        "build-benchmark", "--lang", lang, "--corpus", str(corpus), "--n", str(n),
         "--llm", llm, "--out", str(out), "--concurrency", str(concurrency), "--no-live",
     ]
 
@@ -49,7 +48,8 @@ def _repeated_calls(store: Store) -> list[dict]:
     )
 
 
-def test_build_in_process_then_rerun_resumes(prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_in_process_then_rerun_resumes(prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             mixed_corpus) -> None:
     from typer.testing import CliRunner
 
     from factory.cli import app
@@ -58,7 +58,7 @@ def test_build_in_process_then_rerun_resumes(prefect_api: str, tmp_path: Path, m
     monkeypatch.setenv("FACTORY_BUILD__DENSE", "none")
     out = tmp_path / "bench-en"
     runner = CliRunner()
-    first = runner.invoke(app, _args(out, "en", 2, "fake:factory", 3))
+    first = runner.invoke(app, _args(out, mixed_corpus("en"), "en", 2, "fake:factory", 3))
     assert first.exit_code == 0, first.output[-3000:]
     result = _result_line(first.output)
     assert result["accepted"] >= 1, result
@@ -76,7 +76,7 @@ def test_build_in_process_then_rerun_resumes(prefect_api: str, tmp_path: Path, m
     report = evaluate(bench, "bm25", index=open_benchmark_index(bench))
     assert report.queries == len(tasks) and 0.0 <= report.recall <= 1.0
 
-    again = runner.invoke(app, _args(out, "en", 2, "fake:factory", 3))
+    again = runner.invoke(app, _args(out, mixed_corpus("en"), "en", 2, "fake:factory", 3))
     assert again.exit_code == 0, again.output[-3000:]
     rerun = _result_line(again.output)
     assert rerun["run_id"] == result["run_id"]
@@ -86,14 +86,14 @@ def test_build_in_process_then_rerun_resumes(prefect_api: str, tmp_path: Path, m
 
 
 @pytest.fixture(scope="module")
-def killed_build(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def killed_build(prefect_api: str, tmp_path_factory: pytest.TempPathFactory, mixed_corpus) -> dict:
     """A build in its own process group, read from here while it runs, then SIGKILLed."""
     root = tmp_path_factory.mktemp("killed_build")
     out = root / "bench-ru"
     env = dict(os.environ, PREFECT_API_URL=prefect_api, PREFECT_HOME=str(root / "prefect_home"),
                PREFECT_LOGGING_LEVEL="WARNING", FACTORY_BUILD__DENSE="none")
     # a slow fake keeps candidates in flight long enough to be caught by the kill
-    command = [sys.executable, "-m", "factory.cli", *_args(out, "ru", 4, "fake:factory?delay=0.4", 3), "--max-attempts", "30"]
+    command = [sys.executable, "-m", "factory.cli", *_args(out, mixed_corpus("ru"), "ru", 4, "fake:factory?delay=0.4", 3), "--max-attempts", "30"]
     log = open(root / "build.log", "w")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     seen: dict = {"out": out, "command": command, "env": env, "log": root / "build.log"}

@@ -219,7 +219,8 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
     rng = random.Random(seed)
     base = clean_cases(lang, n, seed)
     defects = ["unknown_chunk", "answer_sentence", "answer_too_long", "answer_chunk_outside", "single_chunk",
-               "parse_error", "empty_question", "empty_answer"]
+               "parse_error", "empty_question", "empty_answer", "prompt_echo", "vague_question", "ungrounded",
+               "long_alias"]
     out = []
     for i, case in enumerate(base):
         d = case.draft
@@ -240,6 +241,13 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
                             "parse_error": "invalid JSON: Expecting ',' delimiter", "raw": '{"question": "Which'},
             "empty_question": {"question": "  "},
             "empty_answer": {"answer": ""},
+            # what the embedded model wrote: an instruction instead of a question, the prompt's example alias
+            "prompt_echo": {"answer_aliases": [{"en": "other ways to write the answer",
+                                                "ru": "другие написания ответа"}[lang]]},
+            "vague_question": {"question": {"en": "Combine the clues.", "ru": "Соедините подсказки."}[lang]},
+            "ungrounded": {"question": {"en": "Which quiet thing did the old friendly neighbour eventually prefer?",
+                                        "ru": "Что в итоге предпочёл тихий старый дружелюбный сосед?"}[lang]},
+            "long_alias": {"answer_aliases": [long_answer[lang]]},
         }[defect]
         out.append(Case(d.model_copy(update={**change, "draft_id": f"schema-{lang}-{i}"}), f"schema:{defect}",
                         case.allowed))

@@ -129,4 +129,23 @@ def test_schema_single_hop_mechanics_may_have_one_chunk():
     single = draft.model_copy(update={"support_chunk_ids": [draft.answer_chunk_id]})
     assert SchemaValidator().check(single, _ctx()).reason == "not_multi_hop"
     relaxed = _ctx(settings=ValidateSettings(single_hop_mechanics=["chain"]))
-    assert SchemaValidator().check(single, relaxed).ok
+    # one chunk must also carry the question's words
+    assert SchemaValidator().check(single, relaxed).reason == "question_ungrounded"
+    own = single.model_copy(update={"question": "Which event made the ironworks founded by Edmund Carrow move its furnaces?"})
+    assert SchemaValidator().check(own, relaxed).ok
+
+
+@pytest.mark.parametrize(
+    "update, reason",
+    [
+        ({"question": "Combine the clues."}, "question_too_short"),
+        ({"question": "Which quiet thing did the old friendly neighbour eventually prefer?"}, "question_ungrounded"),
+        ({"answer_aliases": ["other ways to write the answer"]}, "prompt_echo"),
+        ({"question": "..."}, "prompt_echo"),
+        ({"answer_aliases": ["the flood that moved the furnaces of the ironworks to higher ground"]}, "alias_too_long"),
+    ],
+)
+def test_schema_refuses_vague_ungrounded_or_copied_drafts(update, reason):
+    draft = clean_cases("en", 1)[0].draft.model_copy(update=update)
+    verdict = SchemaValidator().check(draft, _ctx())
+    assert not verdict.ok and verdict.reason == reason and verdict.feedback
