@@ -159,13 +159,18 @@ def make_context(store: Any, index: Any, llm: Any, settings: Settings, *, lang: 
 
     taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
     accepted_rows = store.query("SELECT task_id, cell, question, support_chunk_ids FROM tasks WHERE run_id = ?", [run_id])
+    # a candidate cut short ('started') keeps the cell it drew and does not draw again when it
+    # resumes, so it counts as drawn now: the draws that follow are those of an uninterrupted run
     drawn_rows = store.query(
-        "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND status <> 'started' AND cell IS NOT NULL "
-        "GROUP BY cell", [run_id])
-    accepted: dict[str, int] = {}
-    for row in accepted_rows:
-        accepted[row["cell"]] = accepted.get(row["cell"], 0) + 1
+        "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND cell IS NOT NULL GROUP BY cell", [run_id])
+    # counted by finished candidates: a task row flushed just before a kill belongs to a candidate
+    # that resumes and counts itself when it is accepted again
+    accepted = {r["cell"]: r["n"] for r in store.query(
+        "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND status = 'accepted' GROUP BY cell", [run_id])}
     sampler = CellSampler(taxonomy, seed, lang, accepted, drawn={r["cell"]: r["n"] for r in drawn_rows})
+    for row in store.query("SELECT DISTINCT cell, feedback FROM candidates WHERE run_id = ? AND stage = 'select' "
+                           "AND reason = 'unsupported_cell' ORDER BY cell", [run_id]):
+        sampler.mark_unsupported(Cell.parse(row["cell"]), row["feedback"] or "")  # as the earlier process had
     deduper = TaskDeduper(settings.generate.dedup_jaccard, settings.generate.dedup_perm)
     for row in accepted_rows:
         deduper.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], lang)
@@ -296,9 +301,10 @@ def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None) -> Candidat
         cand.subgraph = select_subgraph(ctx.selection, cand.cell, ctx.lang, rng, taxonomy=ctx.taxonomy,
                                         avoid_chunk_sets=ctx.deduper.supports(), params=selector_params(s))
     except NoSubgraph as exc:
-        if exc.structural:
+        if exc.structural:  # recorded as such, so a resumed run skips the cell too (make_context)
             ctx.sampler.mark_unsupported(cand.cell, exc.reason)
-        return cand.finish("rejected", "select", reason="no_subgraph", feedback=exc.reason)
+        return cand.finish("rejected", "select", reason="unsupported_cell" if exc.structural else "no_subgraph",
+                           feedback=exc.reason)
     spec = ctx.taxonomy.spec(cand.cell, ctx.lang)
     texts = load_chunk_texts(ctx.store, cand.subgraph.chunk_ids)
     try:
@@ -379,6 +385,7 @@ def _accept(cand: _Candidate, draft: Draft, result: GauntletResult) -> Candidate
         "revisions": cand.revisions, "validators": result.passed_names,
         "skipped_validators": result.skipped_names, "difficulty": _difficulty(result) | {"prunes": cand.prunes},
     }])
+    ctx.writer.flush("tasks")  # before the candidate's 'accepted' row: a kill between them must not lose the task
     ctx.sampler.record_accepted(cell)
     return cand.finish("accepted", "accepted", task_id=cand.id)
 
@@ -408,7 +415,8 @@ def run_generation(
                        taxonomy=taxonomy)
     max_attempts = max_attempts or n * settings.generate.attempts_per_task
     summary = GenerationSummary(run_id=run_id, n=n)
-    summary.earlier_accepted = int(store.scalar("SELECT count(*) FROM tasks WHERE run_id = ?", [run_id]) or 0)
+    summary.earlier_accepted = int(store.scalar(  # by candidates, as in make_context
+        "SELECT count(*) FROM candidates WHERE run_id = ? AND status = 'accepted'", [run_id]) or 0)
     done = {r["idx"] for r in store.query(
         "SELECT idx FROM candidates WHERE run_id = ? AND status IN ('accepted', 'rejected')", [run_id])}
     spent = int(store.scalar("SELECT coalesce(sum(tokens), 0) FROM candidates WHERE run_id = ? "
