@@ -168,8 +168,10 @@ class FakeOpenAIServer:
         last = next((m.get("content") or "" for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
         first = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
         with self._lock:
+            # seed and roles tell apart samples of one prompt and a repair request from its original
             self.log.append({"n": len(self.log), "first_user": first, "last_user": last, "outcome": outcome,
-                             "t": time.monotonic()})
+                             "t": time.monotonic(), "seed": body.get("seed"),
+                             "roles": [m.get("role") for m in body.get("messages", [])]})
 
 
 def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

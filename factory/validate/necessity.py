@@ -30,7 +30,8 @@ class NecessityValidator:
             if result.samples == 0:
                 return verdict(self.name, False, "llm_error", "", errors=result.errors, left_out=chunk_id)
             still = result.majority(s.solvability_min_share)
-            per_chunk[chunk_id] = {"solved": result.solved, "samples": result.samples, "answers": result.answers}
+            per_chunk[chunk_id] = {"solved": result.solved, "samples": result.samples, "answers": result.answers,
+                                   "errors": result.errors}  # a sample lost to a failed call shows here
             if still:
                 decorative.append(chunk_id)
         figures = {"support": len(support), "decorative": decorative, "left_out": per_chunk,
