@@ -7,6 +7,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from factory.errors import FactoryError
 
@@ -53,7 +54,8 @@ def main() -> None:
     try:
         app()
     except FactoryError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)  # one line, however long
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)  # one line; corpus and user
+        # strings in it are text, not Rich markup ('[/]' in an id would raise, '[note]' would vanish)
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted")

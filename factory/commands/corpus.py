@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from factory.store import Store
@@ -58,10 +59,11 @@ def ingest_command(
     settings = load_settings(config, **{"ingest.chunk_tokens": chunk_tokens, "ingest.strict": True if strict else None})
     summary = ingest(corpus, Store(store), lang, settings, entities=not no_entities, progress=True, console=err)  # type: ignore[arg-type]
     for line in summary.first_problems:
-        err.print(f"[yellow]skipped[/] {line}", highlight=False)
+        # one line each, however long (greppable); corpus ids in it are text, not markup
+        err.print(f"[yellow]skipped[/] {escape(line)}", highlight=False, soft_wrap=True)
     if summary.skipped_total > len(summary.first_problems):
         err.print(f"... and {summary.skipped_total - len(summary.first_problems)} more (table ingest_errors)")
-    table = Table(title=f"ingest ({lang}) run {summary.run_id}", caption=str(corpus), show_header=False)
+    table = Table(title=f"ingest ({lang}) run {summary.run_id}", caption=escape(str(corpus)), show_header=False)
     table.add_column("", style="bold")
     table.add_column("", justify="right")
     rows = [

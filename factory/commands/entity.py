@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from factory.errors import FactoryError
@@ -39,17 +40,17 @@ def register(app: typer.Typer) -> None:
         console = Console()
         for row in found[:3]:
             console.print(
-                f"[bold]{row['name']}[/]  key={row['entity_key']!r}  label={row['label']}  lang={row['lang']}"
+                f"[bold]{escape(row['name'])}[/]  key={escape(repr(row['entity_key']))}  label={row['label']}  lang={row['lang']}"
                 f"  (matched by {row['match']})"
             )
             console.print(
                 f"  mentions {row['mention_count']:,} · chunks {row['chunk_freq']:,} · documents {row['doc_freq']:,}"
             )
-            console.print("  aliases: " + ", ".join(row["aliases"] or []), highlight=False)
+            console.print("  aliases: " + escape(", ".join(row["aliases"] or [])), highlight=False)  # corpus text
             table = Table(title="strongest neighbours (by shared chunks, then NPMI)")
             for column in ("neighbour", "label", "chunks", "docs", "npmi", "its docs"):
                 table.add_column(column, justify="left" if column in ("neighbour", "label") else "right")
             for n in neighbours(store, row["entity_key"], min_npmi, max_df, limit, lang=row["lang"], order="count"):
-                table.add_row(n["name"], n["label"], str(n["chunk_count"]), str(n["doc_count"]),
+                table.add_row(escape(n["name"]), n["label"], str(n["chunk_count"]), str(n["doc_count"]),
                               f"{n['npmi']:.3f}", str(n["doc_freq"]))
             console.print(table)

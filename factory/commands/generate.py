@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -185,7 +186,7 @@ def rejected_command(
         out.print("no rejected candidates" + (f" for {validator}" if validator else ""), highlight=False)
     for row in rows:
         who = row["validator"] or row["stage"]
-        out.rule(f"{row['candidate_id']}  {row['cell'] or '-'}  {who}: {row['reason']}")
+        out.rule(escape(f"{row['candidate_id']}  {row['cell'] or '-'}  {who}: {row['reason']}"))  # ids are user text
         if row["question"]:
             out.print(f"question: {row['question']}", highlight=False, markup=False)
             out.print(f"answer:   {row['answer']}   support: {', '.join(row['support_chunk_ids'] or [])}",

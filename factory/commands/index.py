@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from factory.settings import load_settings
@@ -73,13 +74,13 @@ def search(
         for hit in hits:
             print(json.dumps(hit.model_dump(), ensure_ascii=False))
         return
-    table = Table(title=f"{backend} · {query!r} · {len(hits)} hits · {elapsed_ms:.1f} ms", show_lines=True)
+    table = Table(title=f"{backend} · {escape(repr(query))} · {len(hits)} hits · {elapsed_ms:.1f} ms", show_lines=True)
     table.add_column("#", justify="right")
     table.add_column("chunk")
     table.add_column("score", justify="right")
     table.add_column("snippet", overflow="fold")
     for hit in hits:
-        table.add_row(str(hit.rank), hit.chunk_id, f"{hit.score:.4f}", hit.snippet)
+        table.add_row(str(hit.rank), escape(hit.chunk_id), f"{hit.score:.4f}", escape(hit.snippet))  # corpus text, not markup
     console.print(table)
     if not hits:
         console.print("no chunk matched")

@@ -195,6 +195,9 @@ class CorpusReader:
                 except json.JSONDecodeError as exc:
                     self._problem(source, number, None, "malformed_json", f"malformed JSON: {exc.msg} at column {exc.colno}")
                     continue
+                except (RecursionError, ValueError) as exc:  # nested thousands deep; an integer of 5,000 digits
+                    self._problem(source, number, None, "malformed_json", f"malformed JSON: {_decode_failure(exc)}")
+                    continue
                 del raw_line, text_line
                 doc = self._make(source, number, raw)
                 if doc is not None:
@@ -239,6 +242,9 @@ class CorpusReader:
         except json.JSONDecodeError as exc:
             self._problem(source, exc.lineno, None, "malformed_json", f"malformed JSON: {exc.msg} at column {exc.colno}")
             return
+        except (RecursionError, ValueError) as exc:
+            self._problem(source, 0, None, "malformed_json", f"malformed JSON: {_decode_failure(exc)}")
+            return
         if isinstance(data, dict):
             items = [(key, value) for key, value in data.items()]
         elif isinstance(data, list):
@@ -279,6 +285,13 @@ class CorpusReader:
         doc = self._make(source, 1, {"id": doc_id, "title": title, "text": text})
         if doc is not None:
             yield doc
+
+
+def _decode_failure(exc: Exception) -> str:
+    """What the JSON decoder gave up on, besides syntax (which is a JSONDecodeError)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0][:200]
 
 
 def _kind(path: Path) -> str | None:
