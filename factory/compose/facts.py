@@ -77,7 +77,7 @@ def build_fact_sheet(
     user = render(
         lang, "facts_user",
         passages=passages_block(subgraph, chunk_texts),
-        entities=", ".join(key_entities(subgraph)) or "-",
+        entities=defuse(", ".join(key_entities(subgraph)), 600) or "-",  # NER names are corpus text too
         per_passage=PER_PASSAGE,
         labels=", ".join(labels),
     )

@@ -222,6 +222,29 @@ def obeying_llm(*, claims: bool = True) -> tuple[FakeLLM, ObeyingFake]:
     return FakeLLM(default=fake, model="fake-factory"), fake
 
 
+HOSTILE_SEED = 3  # a seed whose 12 candidates include an accepted task
+HOSTILE_ATTEMPTS = 12
+
+
+def run_hostile_generation(store_path: Path, index: Path, *, claims: bool) -> dict:
+    """Candidates of the generation loop over the hostile corpus with a model that obeys it."""
+    from factory.generate import run_generation
+    from factory.index.fixed import open_index
+    from factory.llm.gateway import Gateway
+    from factory.settings import Settings
+    from factory.store import Store
+
+    store = Store(store_path)
+    llm, fake = obeying_llm(claims=claims)
+    gateway = Gateway(llm, store, run_id="hostile")
+    try:
+        summary = run_generation(store, open_index(index, store=store), gateway, Settings(), n=HOSTILE_ATTEMPTS,
+                                 lang="en", run_id="hostile", seed=HOSTILE_SEED, max_attempts=HOSTILE_ATTEMPTS)
+    finally:
+        gateway.close()
+    return {"summary": summary, "obeyed": dict(fake.obeyed)}
+
+
 # ---------------------------------------------------------------- store counters
 def accepted_tasks(store: Any) -> dict[str, tuple]:
     rows = store.query("SELECT task_id, cell, question, answer, answer_chunk_id, support_chunk_ids FROM tasks")
