@@ -18,8 +18,18 @@ EN_WIKI = CORPORA / "en-wiki-vital" / "docs.jsonl"
 RU_NEWS = CORPORA / "ru-wikinews" / "docs.jsonl"
 
 
+_CURRENT = {"bench": ""}
+
+
+def set_bench(name: str) -> None:
+    """Name the bench whose figures follow (``python -m bench`` tags every line with it)."""
+    _CURRENT["bench"] = name
+
+
 def emit(record: dict[str, Any]) -> dict[str, Any]:
     """Print one figure as a JSON line (with the 1-minute load average) and return it."""
+    if _CURRENT["bench"] and "bench" not in record:
+        record = {"bench": _CURRENT["bench"], **record}
     record = {**record, "load_avg_1m": load_avg()} if "load_avg_1m" not in record else record
     print(json.dumps(record, ensure_ascii=False, default=str), flush=True)
     return record
