@@ -37,6 +37,22 @@ class Plan:
     crash_after_calls: int | None = None  # raise Crash on this call (a killed process)
 
 
+def world_settings():
+    """Settings for loop tests in this world, two validators set apart, on purpose.
+
+    Its questions are words no corpus holds: on a 40-chunk fixture index a top-10 search
+    returns a quarter of the corpus, so any question built from the passages' words would
+    fail the shortcut check. Groundedness (tested in tests/validate) is therefore off here,
+    and so is the agent run (its prompts are not scripted in this world). Product runs
+    never change validators (the demo profile may not).
+    """
+    from factory.settings import Settings
+
+    settings = Settings()
+    settings.validation = settings.validation.model_copy(update={"question_min_grounded": 0, "agent_run": False})
+    return settings
+
+
 class Crash(BaseException):
     """Not an Exception: nothing in the loop may swallow it (like SIGKILL, it ends the run)."""
 

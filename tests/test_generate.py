@@ -14,7 +14,7 @@ from factory.settings import Settings
 from factory.store import Store
 from factory.taxonomy import load_taxonomy
 
-from generate_world import Crash, Plan, World, chain_only_taxonomy
+from generate_world import Crash, Plan, World, chain_only_taxonomy, world_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "corpus_en.jsonl"
@@ -47,7 +47,7 @@ def _run(world_store, plan, *, n=2, run_id="r1", gateway=False, **kw):
     store, index, taxonomy = world_store
     world = World(plan)
     llm = Gateway(world.llm(), store, run_id=run_id) if gateway else world.llm()
-    summary = run_generation(store, index, llm, Settings(), n=n, lang="en", run_id=run_id, seed=7,
+    summary = run_generation(store, index, llm, world_settings(), n=n, lang="en", run_id=run_id, seed=7,
                              taxonomy=taxonomy, **kw)
     return summary, world
 
@@ -120,7 +120,7 @@ def test_near_duplicate_questions_are_rejected(world_store):
 
 def test_selection_failure_is_a_recorded_rejection(world_store, tmp_path):
     store, index, taxonomy = world_store
-    s = Settings()
+    s = world_settings()
     s.compose.bridge_max_df = 2  # no bridge qualifies on this corpus: every selection fails
     s.compose.select_tries = 3
     summary = run_generation(store, index, World().llm(), s, n=1, lang="en", run_id="sel", seed=1,
@@ -134,7 +134,7 @@ def test_resume_after_crash_repeats_no_recorded_call_and_doubles_no_task(world_s
     store, index, taxonomy = world_store
     first = World(Plan(crash_after_calls=40))
     with pytest.raises(Crash):
-        run_generation(store, index, Gateway(first.llm(), store, run_id="r"), Settings(), n=4, lang="en",
+        run_generation(store, index, Gateway(first.llm(), store, run_id="r"), world_settings(), n=4, lang="en",
                        run_id="r", seed=3, taxonomy=taxonomy)
     done_before = store.query("SELECT candidate_id, status FROM candidates WHERE run_id = 'r'")
     accepted_before = {r["task_id"] for r in store.query("SELECT task_id FROM tasks")}
@@ -143,7 +143,7 @@ def test_resume_after_crash_repeats_no_recorded_call_and_doubles_no_task(world_s
 
     second = World(Plan())
     llm = second.llm()
-    summary = run_generation(store, index, Gateway(llm, store, run_id="r"), Settings(), n=4, lang="en",
+    summary = run_generation(store, index, Gateway(llm, store, run_id="r"), world_settings(), n=4, lang="en",
                              run_id="r", seed=3, taxonomy=taxonomy)
     assert summary.earlier_accepted == len(accepted_before)
     assert summary.earlier_accepted + summary.accepted == 4
@@ -160,7 +160,7 @@ def test_resume_after_crash_repeats_no_recorded_call_and_doubles_no_task(world_s
 def test_finished_candidate_is_not_redone(world_store):
     store, index, taxonomy = world_store
     world = World()
-    ctx = make_context(store, index, world.llm(), Settings(), lang="en", run_id="once", seed=5, taxonomy=taxonomy)
+    ctx = make_context(store, index, world.llm(), world_settings(), lang="en", run_id="once", seed=5, taxonomy=taxonomy)
     first = generate_candidate(0, ctx)
     calls = world.calls
     again = generate_candidate(0, ctx)
@@ -258,7 +258,7 @@ def test_russian_path_end_to_end(built_ru, tmp_path):
     shutil.copytree(built_ru / "store", tmp_path / "store")
     store = Store(tmp_path / "store")
     world = World(Plan(compose="leak", revise="clean"), lang="ru")
-    summary = run_generation(store, open_index(built_ru / "index", store=store), world.llm(), Settings(), n=1,
+    summary = run_generation(store, open_index(built_ru / "index", store=store), world.llm(), world_settings(), n=1,
                              lang="ru", run_id="ru", seed=2, max_attempts=3, taxonomy=load_taxonomy(built_ru / "taxonomy"))
     assert summary.accepted == 1, store.query("SELECT * FROM rejected_tasks")
     task = store.query("SELECT * FROM tasks")[0]

@@ -4,7 +4,8 @@ It answers the factory's own prompts from their content, recognised by the outpu
 schema's name, so the pipeline runs without a model: fact sheets (sentences of each
 passage), drafts (a question built from a few plain words of the non-answer passages,
 never the hidden entities or the answer), revisions (the words the checks quoted as
-leaks or shortcuts are replaced by other words of the same passages), closed-book answers ("unknown") and evidence answers.
+leaks or shortcuts are replaced by other words of the same passages), closed-book answers ("unknown"), evidence answers, and a
+one-search agent for the difficulty checker.
 
 An evidence answer is given only when the question is one this fake composed and
 every passage it was composed from is in the evidence (found by a sentence it took
@@ -95,7 +96,29 @@ class FactoryFake:
             return self.solve(user)
         if name == "JudgeAnswer":
             return {"same": False}
+        if name == "agent_action":
+            return self.agent_turn(request)
         return rule_reply(request)
+
+    # ------------------------------------------------------- search agent
+    @staticmethod
+    def agent_turn(request: LLMRequest) -> dict[str, Any]:
+        """A one-search agent: the question as its query, then the results as its ranking.
+
+        It plays the difficulty checker cheaply and honestly for a fake: a draft whose own
+        wording finds its support in one search is found here too (and reported too easy);
+        any other draft is not. The JSON-action protocol only (the fake has no tools API).
+        """
+        texts = [m.content or "" for m in request.messages]
+        question = next((q for t in texts for q in re.findall(r"^(?:Question|Вопрос):\s*(.+)$", t, re.MULTILINE)), "")
+        shown = [c for t in texts[1:] for c in re.findall(r"^\[\d+\] chunk_id: (\S+)$", t, re.MULTILINE)]
+        if not shown:
+            return {"action": "search_corpus", "arguments": {"query": question[:150] or "?"}}
+        ranking = [{"chunk_id": c, "reason": "returned by the search for the question itself"}
+                   for c in dict.fromkeys(shown)][:10]
+        return {"action": "finalize_ranking",
+                "arguments": {"ranking": ranking, "covered_concepts": ["the question as a whole"],
+                              "unresolved_concepts": []}}
 
     # ----------------------------------------------------------- fact sheet
     def facts(self, user: str) -> dict[str, Any]:

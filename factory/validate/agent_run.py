@@ -1,7 +1,7 @@
 """Agent run: the search agent tries the draft on the fixed index; too easy goes back.
 
-Off by default (``validation.agent_run``) until the difficulty checker is configured;
-then the verdict says 'skipped' with the reason: never a pass.
+On by default (``validation.agent_run``). Turned off, or without a fixed index to search,
+the verdict says 'skipped' with the reason: never a pass.
 """
 
 from __future__ import annotations

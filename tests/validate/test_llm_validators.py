@@ -193,7 +193,7 @@ class EasyChecker:
 
 def test_agent_run_is_skipped_not_passed_when_off():
     case = clean_cases("en", 1)[0].draft
-    verdict = AgentRunValidator().check(case, _contexts("en", None))
+    verdict = AgentRunValidator().check(case, _contexts("en", None, agent_run=False))
     assert verdict.skipped and not verdict.ok and not verdict.hard and verdict.reason == "disabled"
     on = _contexts("en", None, agent_run=True)
     verdict = AgentRunValidator().check(case, on)
