@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
                         choices=["embedded", "samples", "server", "gateway"])
     args = parser.parse_args(argv)
     # a shared machine: the load average says how much of it these figures had
-    summary: dict = {"bench": "summary", "cpu_count": os.cpu_count(), "load_avg_1m_start": os.getloadavg()[0]}
+    summary: dict = {"bench": "llm", "part": "summary", "cpu_count": os.cpu_count(), "load_avg_1m_start": os.getloadavg()[0]}
     if "embedded" in args.only:
         summary["embedded"] = embedded_speed(args.threads)
     if "samples" in args.only:

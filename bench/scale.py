@@ -35,6 +35,7 @@ Prints one JSON line per step and a final summary with the goals: peak memory
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import time
@@ -182,14 +183,21 @@ def step_select(work: Path, reps: int) -> dict[str, Any]:
                                     "success")}
 
 
-def run_step(name: str, target: Any, *args: Any) -> dict[str, Any]:
+def run_step(name: str, target: Any, *args: Any, done: dict[str, Any] | None = None, work: Path | None = None) -> dict[str, Any]:
+    """One step in its own process; a step already in ``done`` (``--resume``) is not rerun."""
+    if done and name in done and "error" not in done[name]:
+        note(f"[scale] {name}: done earlier, figures from {work}/steps.json")
+        return done[name]
     note(f"[scale] {name} ...")
     before = load_avg()
     figure = {"figure": f"scale_{name}", **in_process(target, *args)}
     figure["load_avg_1m_start"] = before
     emit(figure)
+    if work is not None and done is not None:
+        done[name] = figure
+        (work / "steps.json").write_text(json.dumps(done, indent=1), encoding="utf-8")
     if "error" in figure:
-        raise SystemExit(f"scale step {name} failed: {figure['error']}")
+        raise SystemExit(f"scale step {name} failed: {figure['error']} (fix it, then rerun with --resume)")
     return figure
 
 
@@ -203,26 +211,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--reuse", action="store_true", help="reuse a corpus already generated in --work")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue in --work after the last step that succeeded (its figures are kept in steps.json)")
     args = parser.parse_args(argv)
 
     work = args.work
-    if not args.reuse:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
+    done: dict[str, Any] = {}
+    if args.resume:
+        done = json.loads((work / "steps.json").read_text(encoding="utf-8"))
+    elif args.reuse:
         shutil.rmtree(work / "store", ignore_errors=True)
         shutil.rmtree(work / "index", ignore_errors=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    plan = [("generate", step_generate, (work, args.chunks, args.seed)), ("ingest", step_ingest, (work,)),
+            ("ner_sample", step_ner_sample, (work, args.ner_sample_docs)), ("mentions", step_mentions, (work,)),
+            ("stats", step_stats, (work,)), ("bm25_build", step_bm25_build, (work,)),
+            ("bm25_query", step_bm25_query, (work, args.queries, args.seed)), ("select", step_select, (work, args.reps))]
+    resumed = [name for name, _, _ in plan if name in done and "error" not in done[name]]
     steps: dict[str, dict[str, Any]] = {}
-    if not args.reuse:
-        steps["generate"] = run_step("generate", step_generate, work, args.chunks, args.seed)
-    steps["ingest"] = run_step("ingest", step_ingest, work)
-    steps["ner_sample"] = run_step("ner_sample", step_ner_sample, work, args.ner_sample_docs)
-    steps["mentions"] = run_step("mentions", step_mentions, work)
-    steps["stats"] = run_step("stats", step_stats, work)
-    steps["bm25_build"] = run_step("bm25_build", step_bm25_build, work)
-    steps["bm25_query"] = run_step("bm25_query", step_bm25_query, work, args.queries, args.seed)
-    steps["select"] = run_step("select", step_select, work, args.reps)
+    for name, target, step_args in plan:
+        if name == "generate" and args.reuse:
+            continue
+        steps[name] = run_step(name, target, *step_args, done=done, work=work)
 
     ingest, ner, stats = steps["ingest"], steps["ner_sample"], steps["stats"]
     words = ingest["words"]
@@ -256,6 +269,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "ingest_vs_ner": ner_alone_s / whole_s >= GOALS["ingest_vs_ner"],
         },
         "total_s": round(time.perf_counter() - started, 1),
+        "resumed_steps": resumed,
     }
     emit(summary)
     if not args.keep:
