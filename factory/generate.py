@@ -10,6 +10,11 @@ Resume is by database keys: candidate ``i`` of a run always has the same id; one
 finished (accepted or rejected) is not done again, one that was cut short starts over
 with the cell it had drawn, and the gateway's cache answers every LLM call it had
 already made. A task's id is its candidate's id, so a rerun never doubles a task.
+
+Runs spread over processes (``factory/ordered.py``) split a candidate in two: a worker
+runs it with the cell a driver drew (``cell=``, ``avoid=``, ``defer=True``) and returns
+one that passed the gauntlet as ``status="passed"`` with its rows pending; the driver
+settles it with ``settle_passed`` (accepted, or rejected as a duplicate).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -36,6 +41,7 @@ class Metered:
     def __init__(self, llm: Any) -> None:
         self.inner = llm
         self.tokens = 0
+        self.cached = 0  # answers served from the gateway's cache
         self._lock = threading.Lock()
         self._tagged = hasattr(llm, "complete_many")  # the gateway (or a bound view of it)
 
@@ -46,6 +52,7 @@ class Metered:
     def _count(self, responses: list[Any]) -> None:
         with self._lock:
             self.tokens += sum(r.tokens_in + r.tokens_out for r in responses if not r.cached)
+            self.cached += sum(1 for r in responses if r.cached)
 
     def complete(self, request: Any, *, stage: str | None = None, item_id: str = "") -> Any:
         if self._tagged and not hasattr(self.inner, "stage"):
@@ -88,7 +95,9 @@ class CandidateOutcome:
     tokens: int = 0
     elapsed_s: float = 0.0
     resumed: bool = False
+    cached_calls: int = 0
     final_draft_id: str | None = None
+    pending: dict[str, Any] | None = None  # status "passed": the task and candidate rows to settle
 
 
 @dataclass
@@ -249,7 +258,7 @@ class _Candidate:
             candidate_id=self.id, index=self.index, status=status, cell=self.cell.key if self.cell else None,
             stage=stage, validator=validator, reason=reason, feedback=feedback, attempts=self.attempts,
             revisions=self.revisions, prunes=self.prunes, task_id=task_id, tokens=self.llm.tokens,
-            elapsed_s=time.perf_counter() - self.started,
+            cached_calls=self.llm.cached, elapsed_s=time.perf_counter() - self.started,
             final_draft_id=self.final_draft.draft_id if self.final_draft else None,
         )
 
@@ -269,19 +278,26 @@ def _outcome_from_row(row: dict[str, Any]) -> CandidateOutcome:
     )
 
 
-def generate_candidate(candidate_index: int, ctx: GenerationContext) -> CandidateOutcome:
-    """One candidate from cell to accepted task or recorded rejection; never raises for bad data."""
+def generate_candidate(candidate_index: int, ctx: GenerationContext, *, cell: Cell | None = None,
+                       avoid: Any = (), defer: bool = False) -> CandidateOutcome:
+    """One candidate from cell to accepted task or recorded rejection; never raises for bad data.
+
+    ``cell``: drawn by a driver (default: from ``ctx.sampler``); ``avoid``: more support
+    sets not to select again; ``defer``: a candidate that passes the gauntlet comes back
+    as ``status="passed"`` with its rows in ``pending``, for ``settle_passed``.
+    """
     earlier = _finished(ctx, ctx.candidate_id(candidate_index))
     if earlier and earlier["status"] in {"accepted", "rejected"}:
         return _outcome_from_row(earlier)
     cand = _Candidate(ctx, candidate_index)
     try:
-        return _run_candidate(cand, earlier)
+        return _run_candidate(cand, earlier, cell=cell, avoid=avoid, defer=defer)
     except Exception as exc:  # a bug must cost one candidate, recorded, not the run
         return cand.finish("rejected", "error", reason="exception", feedback=f"{type(exc).__name__}: {exc}")
 
 
-def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None) -> CandidateOutcome:
+def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None, *, cell: Cell | None = None,
+                   avoid: Any = (), defer: bool = False) -> CandidateOutcome:
     from factory.compose.common import ComposeError
     from factory.compose.composer import compose
     from factory.compose.facts import build_fact_sheet, load_chunk_texts
@@ -292,14 +308,18 @@ def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None) -> Candidat
     ctx, s = cand.ctx, cand.ctx.settings
     try:
         # a candidate cut short keeps the cell it drew, so the rerun asks the same questions
-        cand.cell = Cell.parse(earlier["cell"]) if earlier and earlier.get("cell") else ctx.sampler.draw(cand.index)
+        if earlier and earlier.get("cell"):
+            cand.cell = Cell.parse(earlier["cell"])
+        else:
+            cand.cell = cell or ctx.sampler.draw(cand.index)
     except NoCellsLeft as exc:
         return cand.finish("rejected", "cell", reason="no_cells_left", feedback=str(exc))
     cand.write("candidates", cand.candidate_row("started", stage="started"))
     try:
         rng = candidate_rng(ctx.seed, cand.index, "select")
+        avoid_sets = ctx.deduper.supports() | {frozenset(chunks) for chunks in avoid}
         cand.subgraph = select_subgraph(ctx.selection, cand.cell, ctx.lang, rng, taxonomy=ctx.taxonomy,
-                                        avoid_chunk_sets=ctx.deduper.supports(), params=selector_params(s))
+                                        avoid_chunk_sets=avoid_sets, params=selector_params(s))
     except NoSubgraph as exc:
         if exc.structural:  # recorded as such, so a resumed run skips the cell too (make_context)
             ctx.sampler.mark_unsupported(cand.cell, exc.reason)
@@ -321,7 +341,8 @@ def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None) -> Candidat
         result = run_gauntlet(draft, vctx, ctx.validators,
                               on_verdict=lambda step, v, d=draft: cand.record_verdict(d, step, v))
         if result.passed:
-            return _accept(cand, draft, result)
+            passed = _passed(cand, draft, result)
+            return passed if defer else settle_passed(ctx, passed)
         failure = result.failure
         assert failure is not None
         decorative = [c for c in failure.figures.get("decorative", []) if c != draft.answer_chunk_id]
@@ -369,14 +390,11 @@ def _difficulty(result: GauntletResult) -> dict[str, Any]:
     return out
 
 
-def _accept(cand: _Candidate, draft: Draft, result: GauntletResult) -> CandidateOutcome:
+def _passed(cand: _Candidate, draft: Draft, result: GauntletResult) -> CandidateOutcome:
+    """A candidate through the gauntlet, with its task and candidate rows (not written yet)."""
     ctx = cand.ctx
-    duplicate = ctx.deduper.check_and_add(cand.id, draft.question, draft.support_chunk_ids, ctx.lang)
-    if duplicate is not None:
-        feedback = f"{duplicate.kind.replace('_', ' ')} of accepted task {duplicate.of} (jaccard {duplicate.jaccard})"
-        return cand.finish("rejected", "dedup", validator="dedup", reason=duplicate.kind, feedback=feedback)
     cell = draft.cell
-    ctx.writer.append("tasks", [{
+    task = {
         "task_id": cand.id, "run_id": ctx.run_id, "candidate_id": cand.id, "draft_id": draft.draft_id,
         "lang": draft.lang, "cell": cell.key, "mechanic": cell.mechanic, "form": cell.form,
         "answer_type": cell.answer_type, "question": draft.question, "answer": draft.answer,
@@ -384,10 +402,40 @@ def _accept(cand: _Candidate, draft: Draft, result: GauntletResult) -> Candidate
         "answer_chunk_id": draft.answer_chunk_id, "bridge_entities": draft.bridge_entities,
         "revisions": cand.revisions, "validators": result.passed_names,
         "skipped_validators": result.skipped_names, "difficulty": _difficulty(result) | {"prunes": cand.prunes},
-    }])
+    }
+    return CandidateOutcome(
+        candidate_id=cand.id, index=cand.index, status="passed", cell=cell.key, stage="accepted",
+        attempts=cand.attempts, revisions=cand.revisions, prunes=cand.prunes, task_id=cand.id,
+        tokens=cand.llm.tokens, cached_calls=cand.llm.cached, elapsed_s=time.perf_counter() - cand.started,
+        final_draft_id=draft.draft_id,
+        pending={"task": task, "candidate": cand.candidate_row("accepted", stage="accepted", validator=None,
+                                                               reason="", feedback="", task_id=cand.id)},
+    )
+
+
+def settle_passed(ctx: Any, outcome: CandidateOutcome) -> CandidateOutcome:
+    """Accept a candidate that passed the gauntlet unless it duplicates a task accepted before.
+
+    ``ctx`` needs ``deduper``, ``sampler`` and ``writer``: a run's context, or a driver.
+    """
+    assert outcome.status == "passed" and outcome.pending is not None
+    task, row = outcome.pending["task"], dict(outcome.pending["candidate"])
+    duplicate = ctx.deduper.check_and_add(outcome.candidate_id, task["question"], task["support_chunk_ids"],
+                                          task["lang"])
+    if duplicate is not None:
+        feedback = f"{duplicate.kind.replace('_', ' ')} of accepted task {duplicate.of} (jaccard {duplicate.jaccard})"
+        row.update(status="rejected", stage="dedup", validator="dedup", reason=duplicate.kind, feedback=feedback,
+                   task_id=None)
+        ctx.writer.append("candidates", [row])
+        ctx.writer.flush()
+        return replace(outcome, status="rejected", stage="dedup", validator="dedup", reason=duplicate.kind,
+                       feedback=feedback, task_id=None, pending=None)
+    ctx.writer.append("tasks", [task])
     ctx.writer.flush("tasks")  # before the candidate's 'accepted' row: a kill between them must not lose the task
-    ctx.sampler.record_accepted(cell)
-    return cand.finish("accepted", "accepted", task_id=cand.id)
+    ctx.writer.append("candidates", [row])
+    ctx.writer.flush()
+    ctx.sampler.record_accepted(Cell.parse(task["cell"]))
+    return replace(outcome, status="accepted", pending=None)
 
 
 # ------------------------------------------------------------------ the run

@@ -91,8 +91,7 @@ class ValidateSettings(Section):
     necessity_samples: int = Field(2, ge=1, description="samples per leave-one-out check")
     llm_judge: bool = Field(False, description="ask the LLM whether an unmatched answer is equivalent")
     max_tokens: int = Field(384, ge=16, description="completion budget of validator prompts")
-    agent_run: bool = Field(True, description="run the search agent as difficulty checker (needs the fixed index; "
-                            "off, the verdict is a recorded skip, never a pass)")
+    agent_run: bool = Field(False, description="run the search agent as difficulty checker (off until configured)")
 
 
 class GenerateSettings(Section):
@@ -102,6 +101,8 @@ class GenerateSettings(Section):
     dedup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
     dedup_perm: int = Field(128, ge=16)
     concurrency: int = Field(1, ge=1, description="candidates in flight")
+    lookahead: int | None = Field(None, ge=1, description="flows: candidates drawn ahead of the oldest unsettled one "
+                                  "(default 2 x concurrency; the same value gives the same tasks on any runner)")
 
 
 class BuildSettings(Section):
@@ -251,6 +252,25 @@ class AuditSettings(Section):
     worst_examples: int = Field(10, ge=0, description="flagged examples shown in the card")
 
 
+class TrainingDataSettings(Section):
+    """`generate_training_data`: a training set that grows run after run (a scheduled deployment)."""
+
+    name: str = Field("default", min_length=1, max_length=80, description="the training set runs append to")
+    max_attempts: int = Field(40, ge=1, description="candidates per run")
+    token_budget: int | None = Field(None, ge=1, description="tokens per run: no candidate starts after this")
+    n: int | None = Field(None, ge=1, description="accepted tasks per run at most (None: the budgets decide)")
+    cron: str = Field("0 */6 * * *", description="the deployment's schedule (cron, UTC unless timezone is set)")
+    timezone: str = Field("UTC", description="time zone of the cron schedule")
+
+
+class DaskSettings(Section):
+    """The Dask task runner (`--task-runner dask`): join a running cluster, or start a local one."""
+
+    address: str | None = Field(None, description="scheduler of a running cluster, e.g. tcp://10.0.0.5:8786")
+    workers: int = Field(2, ge=1, description="worker processes of the local cluster started without an address")
+    threads_per_worker: int = Field(1, ge=1, description="threads of each local worker")
+
+
 class TrainingSettings(Section):
     """`factory export-training`: SFT and RL pools, teacher trajectories, the datamix."""
 
@@ -297,6 +317,8 @@ class Settings(BaseSettings):
     audit: AuditSettings = AuditSettings()
     compose: ComposeSettings = ComposeSettings()
     training: TrainingSettings = TrainingSettings()
+    training_data: TrainingDataSettings = TrainingDataSettings()
+    dask: DaskSettings = DaskSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,129 @@
+"""The in-order candidate loop without Prefect: determinism, bounds, targets, budgets, resume."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from factory.ordered import Budget, Job, RunState, run_in_order
+from factory.taxonomy import NoCellsLeft
+
+
+class Outcome:
+    def __init__(self, index: int, status: str, tokens: int, cell: str) -> None:
+        self.index, self.status, self.tokens, self.cell = index, status, tokens, cell
+
+
+class ToyDriver:
+    """Draws a 'cell' from the state settled so far; settles 'passed' into accepted or duplicate."""
+
+    def __init__(self, accept_every: int = 3, fail_draw_at: int | None = None) -> None:
+        self.accepted = 0
+        self.accept_every = accept_every
+        self.fail_draw_at = fail_draw_at
+        self.jobs: list[Job] = []
+        self.settled: list[int] = []
+
+    def draw(self, index: int) -> Job:
+        if index == self.fail_draw_at:
+            raise NoCellsLeft("every cell is unsupported")
+        job = Job(index=index, cell=f"cell-{self.accepted % 5}", avoid=tuple((str(i),) for i in range(self.accepted)))
+        self.jobs.append(job)
+        return job
+
+    def settle(self, outcome: Outcome) -> Outcome:
+        self.settled.append(outcome.index)
+        if outcome.status == "passed":
+            outcome.status = "accepted"
+            self.accepted += 1
+        return outcome
+
+
+def _runner(driver: ToyDriver, *, seed: int = 0, tokens: int = 10, fail_at: int | None = None,
+            delay: float = 0.004):
+    pool = ThreadPoolExecutor(max_workers=16)
+    lock = threading.Lock()
+    live = {"now": 0, "peak": 0, "seen": [], "ahead": 0}
+    rng = random.Random(seed)
+
+    def work(job: Job, pause: float) -> Outcome:
+        with lock:
+            live["now"] += 1
+            live["peak"] = max(live["peak"], live["now"])
+            live["seen"].append(job.index)
+            unsettled = [i for i in live["seen"] if i not in driver.settled]
+            live["ahead"] = max(live["ahead"], job.index - min(unsettled))
+        time.sleep(pause)  # finish out of order
+        with lock:
+            live["now"] -= 1
+        if job.index == fail_at:
+            raise RuntimeError(f"a bug in candidate {job.index}")
+        passed = (int(job.cell.split("-")[1]) + job.index) % driver.accept_every == 0  # depends on the draw
+        return Outcome(job.index, "passed" if passed else "rejected", tokens, job.cell)
+
+    def submit(job: Job):
+        return pool.submit(work, job, delay * rng.randint(0, 5))
+
+    return submit, live, pool
+
+
+@pytest.mark.parametrize("concurrency", [2, 5])
+def test_the_same_jobs_and_outcomes_whatever_the_timing(concurrency: int) -> None:
+    runs = []
+    for seed in (1, 2, 3):
+        driver = ToyDriver()
+        submit, live, pool = _runner(driver, seed=seed)
+        report = run_in_order(submit, driver, Budget(max_attempts=30, concurrency=concurrency, lookahead=2 * concurrency))
+        pool.shutdown()
+        assert report.settled == list(range(30)) and report.stopped_by == "max_attempts"
+        assert live["peak"] <= concurrency
+        assert live["ahead"] < 2 * concurrency  # never further ahead of settling than the lookahead
+        runs.append(([(j.index, j.cell, j.avoid) for j in driver.jobs], report.accepted))
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0][1] >= 10
+
+
+def test_stops_at_the_target_with_bounded_concurrency() -> None:
+    driver = ToyDriver(accept_every=3)
+    submit, live, pool = _runner(driver, fail_at=5)
+    report = run_in_order(submit, driver, Budget(n=4, max_attempts=100, concurrency=3))
+    pool.shutdown()
+    assert report.stopped_by == "target"
+    assert report.accepted >= 4 and live["peak"] <= 3
+    assert report.failed == 1 and "candidate 5" in report.errors[0]
+    # settled in order, none skipped; what started after the stop was in flight then (at most 3)
+    assert report.settled == list(range(len(report.settled)))
+    assert sorted(live["seen"]) == list(range(len(live["seen"])))
+    assert report.started == len(live["seen"]) == len(report.settled)
+
+
+def test_budgets_and_resume() -> None:
+    driver = ToyDriver(accept_every=100)
+    submit, live, pool = _runner(driver)
+    # candidates 0, 1 and 3 finished in an earlier try: only the others run, within the budget
+    report = run_in_order(submit, driver, Budget(n=50, max_attempts=6, concurrency=2),
+                          RunState(done={0, 1, 3}, accepted=1, tokens=0))
+    assert report.stopped_by == "max_attempts"
+    assert sorted(live["seen"]) == [2, 4, 5] and report.settled == [2, 4, 5]
+    assert report.accepted == 1 and report.resumed_done == 3
+
+    driver = ToyDriver(accept_every=100)
+    submit, live, pool = _runner(driver, tokens=10)
+    report = run_in_order(submit, driver, Budget(n=50, max_attempts=100, token_budget=35, concurrency=2),
+                          RunState(tokens=5))
+    pool.shutdown()
+    assert report.stopped_by == "token_budget"
+    assert report.tokens >= 35 and len(live["seen"]) <= 5  # 5 + 3*10 reaches 35; at most 2 more in flight
+
+
+def test_no_cells_left_stops_the_run() -> None:
+    driver = ToyDriver(fail_draw_at=4)
+    submit, live, pool = _runner(driver)
+    report = run_in_order(submit, driver, Budget(max_attempts=20, concurrency=2))
+    pool.shutdown()
+    assert report.stopped_by == "no_cells_left" and report.settled == [0, 1, 2, 3]
+    assert "unsupported" in report.errors[-1]

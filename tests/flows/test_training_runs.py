@@ -1,0 +1,124 @@
+"""Training runs without Prefect: a set that grows run after run, streams, coverage, concurrent runs.
+
+These test the orchestration around the gauntlet, not its strength: with ``fake:factory`` on
+the 20-article fixture corpus the broad-query check rejects most drafts at k=10 (a top 10
+is half the corpus), so it runs at k=1 here (``relaxed_shortcut``) and runs accept enough
+tasks to show growth and duplicates in seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from factory.store import Store
+from factory.training_set import TaskScope, stream_seed, training_run_id
+
+from training_helpers import (assert_no_duplicates, assert_rows_complete, copy_store, prepare_store, relaxed_shortcut,
+                              run_training, set_tasks)
+
+pytestmark = pytest.mark.usefixtures("relaxed_shortcut")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return prepare_store(tmp_path_factory.mktemp("training_runs") / "store")
+
+
+def _draws(store: Path, run_id: str) -> list[tuple]:
+    rows = Store(store).query("SELECT idx, cell, subgraph FROM candidates WHERE run_id = ? ORDER BY idx", [run_id])
+    return [(r["idx"], r["cell"], r["subgraph"]) for r in rows]
+
+
+def test_run_ids_and_streams_differ_per_run() -> None:
+    ids = {training_run_id("nightly") for _ in range(50)}
+    assert len(ids) == 50 and all(i.startswith("train-nightly-") for i in ids)
+    assert training_run_id("a b/c", "0f3c8a9e-1111-2222-3333-444455556666").endswith("-0f3c8a9e")
+    assert len({stream_seed(13, i) for i in ids}) == 50
+    assert stream_seed(13, "train-x") == stream_seed(13, "train-x") != stream_seed(14, "train-x")
+
+
+def test_runs_grow_one_training_set_without_duplicates(prepared: Path, tmp_path: Path) -> None:
+    from factory.driver import RunDriver
+    from factory.settings import load_settings
+
+    store = copy_store(prepared, tmp_path / "store")
+    # fixed run ids give fixed random streams, so the outcome is the same on every test run;
+    # runs go on until two of them added tasks (the first two do, as measured)
+    reports, total, contributed = [], 0, 0
+    for number in range(1, 5):
+        report, run = run_training(store, training_set="set-a", run_id=f"train-set-a-{number}", max_attempts=8)
+        reports.append((report, run))
+        total += report.accepted
+        contributed += report.accepted > 0
+        tasks = set_tasks(store, "set-a")
+        assert len(tasks) == total  # the set grows by exactly what each run accepted
+        assert_no_duplicates(tasks)
+        assert_rows_complete(store, run.run_id, report.started)
+        if contributed == 2:
+            break
+    assert contributed == 2, [r.accepted for r, _ in reports]
+    runs = [run for _, run in reports]
+    assert len({run.run_id for run in runs}) == len({run.seed for run in runs}) == len(runs)
+    # no run replayed an earlier one's candidates (each has its own random streams)
+    draws = [[d[1:] for d in _draws(store, run.run_id)] for run in runs]
+    assert all(draws[i] != draws[j] for i in range(len(draws)) for j in range(i))
+
+    # coverage is carried over: a further run's sampler starts from the whole set's accepted counts
+    db = Store(store)
+    settings = load_settings(**{"build.dense": "none"})
+    driver = RunDriver(db, settings, lang="en", run_id="train-next", seed=1,
+                       scope=TaskScope(run_id="train-next", lang="en", training_set="set-a"))
+    counted = {cell: n for cell, n in driver.sampler.accepted.items() if n}
+    assert counted == dict(Counter(t["cell"] for t in set_tasks(store, "set-a")))
+    assert sum(driver.sampler.drawn.values()) == sum(report.started for report, _ in reports)
+    driver.close()
+    other = RunDriver(db, settings, lang="en", run_id="train-other", seed=1,
+                      scope=TaskScope(run_id="train-other", lang="en", training_set="set-b"))
+    assert sum(other.sampler.accepted.values()) == 0  # another set in the same store starts from nothing
+    other.close()
+
+
+def test_rerunning_a_run_id_continues_it(prepared: Path, tmp_path: Path) -> None:
+    store = copy_store(prepared, tmp_path / "store")
+    first, run = run_training(store, training_set="set-r", run_id="train-set-r-fixed", max_attempts=5)
+    again, rerun = run_training(store, training_set="set-r", run_id="train-set-r-fixed", max_attempts=5)
+    assert rerun.seed == run.seed
+    assert again.started == 0 and again.resumed_done == 5 and again.accepted == first.accepted
+    assert len(set_tasks(store, "set-r")) == first.accepted
+
+
+def test_concurrent_runs_composing_the_same_tasks_accept_each_once(prepared: Path, tmp_path: Path) -> None:
+    """Two runs at once with the same random streams compose identical candidates; settling under
+    the set's lock accepts each task once and rejects the other run's copy as a duplicate."""
+    store = copy_store(prepared, tmp_path / "store")
+    reports: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            reports[name] = run_training(store, training_set="set-c", run_id=name, stream=424242, max_attempts=8)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(f"train-set-c-{i}",)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not errors, errors
+    tasks = set_tasks(store, "set-c")
+    assert_no_duplicates(tasks)
+    accepted = sum(report.accepted for report, _ in reports.values())
+    assert len(tasks) == accepted >= 1
+    for name, (report, _) in reports.items():
+        assert_rows_complete(store, name, report.started)
+    dedup = Store(store).query(
+        "SELECT run_id, reason, feedback FROM candidates WHERE stage = 'dedup' AND run_id LIKE 'train-set-c-%'")
+    # the runs composed the same passing tasks: the copy settled second was rejected, naming the other run's task
+    of_other_run = [row for row in dedup if row["reason"] == "same_support"
+                    and not row["feedback"].split("accepted task ")[1].startswith(row["run_id"] + "-")]
+    assert of_other_run, dedup
