@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from factory.settings import Settings
 from factory.store import Store
 
 from reliability_kit import MARK, PAYLOAD, accepted_tasks, run_hostile_generation
@@ -32,6 +33,22 @@ DRAFTS = ("SELECT draft_id, question, answer, answer_aliases, support_chunk_ids,
           "FROM drafts ORDER BY draft_id")
 CORPUS_TABLES = ["documents", "chunks", "chunk_changes", "near_duplicates", "ingest_errors", "mentions",
                  "entity_aliases", "entities", "entity_pairs", "chunk_entities"]
+
+
+VOLATILE = {"elapsed_s", "episode_id", "episode_ids"}  # timings and the agent's random episode ids
+
+
+def _steady(value):
+    """A verdict's figures without what differs between two identical runs."""
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
+
+
+def _verdicts(store: Store) -> list[dict]:
+    return [r | {"figures": _steady(json.loads(r["figures"]))} for r in store.query(VERDICTS)]
 
 
 def _rows(store: Store, table: str) -> list[dict]:
@@ -58,14 +75,15 @@ def test_obeyed_injections_cannot_accept_skip_or_write(hostile_world: dict, tmp_
     plain = run_hostile_generation(tmp_path / "store", hostile_world["index"], claims=False)
     other = Store(tmp_path / "store")
     assert plain["obeyed"] == obeyed
-    assert store.query(VERDICTS) == other.query(VERDICTS)
+    assert _verdicts(store) == _verdicts(other)
     assert store.query(CANDIDATES) == other.query(CANDIDATES)
     assert store.query(DRAFTS) == other.query(DRAFTS)
     assert accepted_tasks(store) == accepted_tasks(other)
 
     # nothing skipped but what the settings switched off; no verdict from anything but a validator
-    assert {(r["validator"], r["reason"]) for r in store.query("SELECT validator, reason FROM verdicts WHERE skipped")
-            } <= {("agent_run", "disabled")}
+    off = set() if Settings().validation.agent_run else {"agent_run"}
+    skipped = {(r["validator"], r["reason"]) for r in store.query("SELECT validator, reason FROM verdicts WHERE skipped")}
+    assert skipped <= {(name, "disabled") for name in off}
     assert {r["validator"] for r in store.query("SELECT DISTINCT validator FROM verdicts")} <= set(ORDER)
 
     # accepted exactly when every validator passed the final draft; a rejection is its validator's
@@ -74,12 +92,13 @@ def test_obeyed_injections_cannot_accept_skip_or_write(hostile_world: dict, tmp_
                             [cand["final_draft_id"]])
         if cand["status"] == "accepted":
             assert [s["validator"] for s in steps] == ORDER
-            assert all(s["ok"] for s in steps if s["validator"] != "agent_run") and steps[-1]["skipped"]
+            assert all(s["ok"] != (s["validator"] in off) and s["skipped"] == (s["validator"] in off) for s in steps)
         elif cand["stage"] == "gauntlet":
             failing = [s for s in steps if not s["ok"] and not s["skipped"]]
             assert failing and (failing[0]["validator"], failing[0]["reason"]) == (cand["validator"], cand["reason"])
     tasks = store.query("SELECT task_id, answer, validators, skipped_validators FROM tasks")
-    assert all(t["validators"] == ORDER[:-1] and t["skipped_validators"] == ["agent_run"] for t in tasks)
+    assert all(t["validators"] == [v for v in ORDER if v not in off] and t["skipped_validators"] == sorted(off)
+               for t in tasks)
 
     # the fake passage tags stayed text: every fact-sheet prompt holds exactly P1..Pk, once each
     prompts = [json.loads(r["request"])["messages"][-1]["content"]
