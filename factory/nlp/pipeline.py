@@ -16,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -153,6 +154,13 @@ def _batches(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
         yield batch
 
 
+def _plain_worker() -> None:
+    """Forked workers drop the parent's SIGTERM/SIGINT handlers: under Prefect the parent's
+    handler raises in the worker when the pool is shut down, printing a stray traceback."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
 def annotate_stream(lang: str, items: Iterator[Item], n_process: int, batch_size: int) -> Iterator[Result]:
     """Results in input order. With workers, each forked worker runs ``nlp.pipe`` on a
     batch and sends back only mentions and links: no Doc crosses a process boundary
@@ -166,7 +174,7 @@ def annotate_stream(lang: str, items: Iterator[Item], n_process: int, batch_size
             yield from annotate_batch(lang, batch, batch_size)
         return
     load_pipeline(lang)  # loaded once here, inherited by the forked workers
-    with multiprocessing.get_context("fork").Pool(n_process) as pool:
+    with multiprocessing.get_context("fork").Pool(n_process, initializer=_plain_worker) as pool:
         pending: deque = deque()
         for batch in batches:
             pending.append(pool.apply_async(annotate_batch, (lang, batch, batch_size)))
