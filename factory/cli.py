@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "factory.commands.build",
     "factory.commands.audit",
     "factory.commands.training",
+    "factory.commands.training_data",
 ]
 
 

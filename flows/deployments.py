@@ -1,0 +1,110 @@
+"""The scheduled training-data deployment: `generate_training_data` on a cron schedule.
+
+Two ways to run it against a Prefect server (``prefect server start --host 127.0.0.1``):
+
+* ``serve_training``: this process registers the deployment and runs its flow runs
+  itself, each as a subprocess (``factory serve-training ...``). Stop it (Ctrl-C)
+  before the server.
+* ``deploy_training``: the deployment is registered against a work pool, and
+  ``prefect worker start --pool NAME`` processes (one machine or several, each with the
+  factory installed and the store's folder mounted) pick its runs up
+  (``factory deploy-training --work-pool NAME ...``).
+
+The flow is referenced by module path, so a worker needs the package, not this
+checkout's files. Parameters are fixed at deployment time; a run started by hand can
+override any of them (``prefect deployment run ... --param max_attempts=10``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from factory.errors import FactoryError
+from factory.settings import load_settings
+
+FLOW_NAME = "generate-training-data"
+
+
+class DeploymentError(FactoryError):
+    pass
+
+
+def training_parameters(
+    corpus: str,
+    lang: str,
+    store: str,
+    llm_spec: str | None = None,
+    training_set: str | None = None,
+    max_attempts: int | None = None,
+    token_budget: int | None = None,
+    n: int | None = None,
+    seed: int | None = None,
+    config: str | None = None,
+    task_runner: str = "threads",
+    concurrency: int | None = None,
+    dask_address: str | None = None,
+    export_out: str | None = None,
+) -> dict[str, Any]:
+    """The flow's parameters, checked now (a bad value fails here, not at 3 a.m.), paths absolute."""
+    from flows.generate_training_data import resolve_training_run
+
+    resolve_training_run(corpus, lang, store, llm_spec, training_set, max_attempts, token_budget, n, seed, config,
+                         task_runner, concurrency, dask_address)
+    values = {
+        "corpus": str(Path(corpus).resolve()), "lang": lang, "store": str(Path(store).resolve()),
+        "llm_spec": llm_spec, "training_set": training_set, "max_attempts": max_attempts,
+        "token_budget": token_budget, "n": n, "seed": seed, "config": str(Path(config).resolve()) if config else None,
+        "task_runner": task_runner, "concurrency": concurrency, "dask_address": dask_address,
+        "export_out": str(Path(export_out).resolve()) if export_out else None,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def training_deployment(
+    name: str,
+    parameters: dict[str, Any],
+    *,
+    cron: str | None = None,
+    timezone: str | None = None,
+    paused: bool = False,
+    concurrency_limit: int | None = None,
+) -> Any:
+    """A ``RunnerDeployment`` of ``generate_training_data`` with a cron schedule (settings'
+    ``training_data.cron`` and ``.timezone`` unless given)."""
+    from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
+
+    from flows.generate_training_data import generate_training_data
+
+    settings = load_settings(Path(parameters["config"]) if parameters.get("config") else None)
+    cron = cron or settings.training_data.cron
+    timezone = timezone or settings.training_data.timezone
+    try:
+        schedule = Cron(cron, timezone=timezone)
+    except ValueError as exc:
+        raise DeploymentError(f"--cron {cron!r} / --timezone {timezone!r}: {exc}") from exc
+    set_name = parameters.get("training_set") or settings.training_data.name
+    return generate_training_data.to_deployment(
+        name=name,
+        schedules=[schedule],
+        parameters=parameters,
+        paused=paused,
+        concurrency_limit=concurrency_limit,
+        description=f"training set {set_name!r} ({parameters['lang']}) from {parameters['corpus']} "
+                    f"into {parameters['store']}",
+        tags=["training-data", parameters["lang"], f"set:{set_name}"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
+
+
+def serve_training(deployments: list[Any], *, limit: int | None = None) -> None:
+    """Register the deployments and run their flow runs from this process until stopped."""
+    from prefect import serve
+
+    serve(*deployments, limit=limit)
+
+
+def deploy_training(deployments: list[Any], *, work_pool: str) -> list[str]:
+    """Register the deployments against a work pool; its workers run them. Returns their ids."""
+    return [str(deployment.apply(work_pool_name=work_pool)) for deployment in deployments]
