@@ -157,7 +157,6 @@ def build_index_from_chunks(
     if not rows:
         raise SearchIndexError(f"no chunks to index for language {lang!r}")
     analyzer = Analyzer(lang)
-    texts = [index_text(title, text) for _, title, text, _ in rows]
     tmp = _prepare_out(out_dir)
     try:
         ids = [r[0] for r in rows]
@@ -172,13 +171,18 @@ def build_index_from_chunks(
         )
         with pa.OSFile(str(tmp / "passages.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
+        del table  # a copy of every text: at 1M chunks, memory the BM25 build needs
 
-        scorer = Bm25sScorer.build(analyzer.many(texts), cfg.bm25_method, cfg.bm25_k1, cfg.bm25_b)
+        # the texts are made as the analyser reads them (a list of them all is as large as the corpus)
+        scorer = Bm25sScorer.build(analyzer.many(index_text(r[1], r[2]) for r in rows),
+                                   cfg.bm25_method, cfg.bm25_k1, cfg.bm25_b)
         scorer.save(tmp / "bm25")
+        del scorer
 
         model = resolve_model_name(dense, lang, cfg.dense_model_en, cfg.dense_model_ru)
         dense_info = None
         if model is not None:
+            texts = [index_text(title, text) for _, title, text, _ in rows]
             encoder = load_encoder(model, batch_size=cfg.dense_batch)
             encode_to_file(encoder, texts, tmp / "dense" / "vectors.npy", batch_size=cfg.dense_batch, progress=progress)
             dense_info = DenseInfo(
@@ -234,9 +238,10 @@ def build_index(
             found = ", ".join(langs) or "none"
             raise SearchIndexError(f"{store.root}: choose a language with --lang (chunks found in: {found})")
         lang = langs[0]
-    rows = store.query(
+    # tuples, not the query's dicts: a million dicts cost a few hundred MB more
+    rows = [(r["chunk_id"], r["title"], r["text"], r["content_hash"]) for r in store.query(
         "SELECT chunk_id, title, text, content_hash FROM chunks WHERE lang = ? ORDER BY chunk_id", [lang]
-    )
+    )]
     if not rows:
         raise SearchIndexError(f"{store.root}: no chunks in language {lang!r}; run `factory ingest` first")
     return build_index_from_chunks(rows, out_dir, lang, settings, dense, progress=progress)
