@@ -18,7 +18,8 @@ Steps and what they measure:
 3. ``ner_sample``: NER cannot run on 1M chunks here (2 cores, a few thousand words
    per second: days), so the NER model alone and ``annotate_chunks`` (NER + keys +
    aliases + writing mentions) are timed on a sample of the same synthetic documents
-   and **extrapolated** to the corpus's word count.
+   and **extrapolated** to the corpus's word count (the model alone runs before and
+   after ``annotate_chunks``; the faster run counts).
 4. ``mentions``: the planted mentions, placed in their chunks by SQL and written as
    ``mentions`` and ``annotated_chunks`` rows (what NER would have written).
 5. ``stats``: ``compute_statistics`` over all of them.
@@ -103,8 +104,14 @@ def step_ner_sample(work: Path, docs: int) -> dict[str, Any]:
     ingested = ingest(path, ctx.store, "en", settings, entities=False)
     figures = {"sample_docs": ingested.docs_read, "sample_chunks": ingested.chunks_written,
                "sample_corpus_words_per_s": ingested.words_per_s}
-    figures |= stage_ner_model(ctx)
+    # the model alone before and after annotate_chunks (which runs once: it skips what it
+    # annotated), the faster of the two kept: on a shared machine a single timing is noisy,
+    # and the faster floor makes the ingest's share of it the more conservative
+    first = stage_ner_model(ctx)
     figures |= stage_ner(ctx)
+    second = stage_ner_model(ctx)
+    figures |= max(first, second, key=lambda f: f["ner_model_words_per_s"])
+    figures["ner_model_words_per_s_runs"] = [first["ner_model_words_per_s"], second["ner_model_words_per_s"]]
     figures["ner_workers_peak_rss_mb"] = children_peak_rss_mb()
     shutil.rmtree(sample, ignore_errors=True)
     return figures
