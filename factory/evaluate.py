@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.errors import FactoryError
+from factory.trec import trec_id
 
 Unit = Literal["chunk", "doc"]
 RETRIEVERS = ("bm25", "dense", "hybrid", "agent")
@@ -225,7 +226,7 @@ def write_trec_run(path: str | Path, bench: Benchmark, runs: dict[str, QueryRun]
         if run is None:
             continue
         for rank, (doc, value) in enumerate(final_units(run.ranking, bench, unit, k), 1):
-            lines.append(f"{query.qid} Q0 {doc} {rank} {value:.6f} {tag}")
+            lines.append(f"{trec_id(query.qid)} Q0 {trec_id(doc)} {rank} {value:.6f} {tag}")
     path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     return path
 
@@ -236,7 +237,7 @@ def write_trec_qrels(path: str | Path, bench: Benchmark, unit: Unit) -> Path:
     lines = []
     for query in bench.queries:
         for doc in sorted(bench.relevant(query.qid, unit)):
-            lines.append(f"{query.qid} 0 {doc} 1")
+            lines.append(f"{trec_id(query.qid)} 0 {trec_id(doc)} 1")
     path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     return path
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from factory.card import CardData, write_card
 from factory.errors import FactoryError
+from factory.trec import trec_id
 from factory.settings import Settings
 from factory.store import Store
 
@@ -152,7 +153,7 @@ def write_tasks(out: Path, tasks: list[dict[str, Any]]) -> int:
         handle.write("query-id\tcorpus-id\tscore\n")
         handle.writelines(f"{q}\t{c}\t1\n" for q, c in pairs)
     with (out / "qrels.trec").open("w", encoding="utf-8") as handle:
-        handle.writelines(f"{q} 0 {c} 1\n" for q, c in pairs)
+        handle.writelines(f"{trec_id(q)} 0 {trec_id(c)} 1\n" for q, c in pairs)  # ids with spaces encoded
     return len(pairs)
 
 

@@ -223,3 +223,33 @@ def test_cli_eval_builds_an_index_when_the_folder_has_none(tmp_path):
     first = json.loads((out / "metrics.json").read_text())["bm25/chunk"]["recall"]
     again = CliRunner().invoke(app, ["eval", "--benchmark", str(root), "--retriever", "bm25", "--out", str(out)])
     assert again.exit_code == 0 and json.loads((out / "metrics.json").read_text())["bm25/chunk"]["recall"] == first
+
+
+def test_ids_with_spaces_survive_trec_files(tmp_path):
+    """TREC files split on whitespace: ids holding spaces are percent-encoded there, so
+    ir-measures reads them and agrees with our Recall@10 (the BEIR files keep them raw)."""
+    from factory.index.fixed import build_index_from_chunks
+    from factory.trec import from_trec_id, trec_id
+
+    root = write_benchmark(tmp_path / "b")
+    rows = [json.loads(line) for line in open(root / "corpus.jsonl", encoding="utf-8")]
+    renamed = {r["_id"]: f"{r['doc_id']} part {r['_id'][-1]} 100%" for r in rows}  # "en_x part 0 100%"
+    for r in rows:
+        r["_id"] = renamed[r["_id"]]
+        r["doc_id"] = r["doc_id"] + " doc"
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    qrels = ["query-id\tcorpus-id\tscore"] + [f"{q} x\t{renamed[c]}\t1" for q, _, _, gold in QUERIES for c in gold]
+    (root / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+    queries = [{"_id": f"{q} x", "text": t, "mechanic": m} for q, t, m, _ in QUERIES]
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n", encoding="utf-8")
+    build_index_from_chunks([{"chunk_id": r["_id"], "title": r["title"], "text": r["text"]} for r in rows],
+                            root / "index", "en", Settings(), dense=None, progress=False)
+    bench = load_benchmark(root)
+    for unit in ("chunk", "doc"):
+        report = evaluate(bench, "bm25", index=open_benchmark_index(bench, Settings()), unit=unit, out=tmp_path / "e")
+        aggregate, per = ir_recall(Path(report.run_file), tmp_path / "e" / f"qrels.{unit}.trec")
+        assert report.recall > 0 and report.recall == pytest.approx(aggregate, abs=1e-12)
+        assert {from_trec_id(q): v for q, v in per.items()} == pytest.approx(
+            {row["qid"]: row["recall"] for row in report.per_query}, abs=1e-12)
+    assert trec_id("a b%c\td") == "a%20b%25c%09d" and from_trec_id(trec_id("a b%c\td")) == "a b%c\td"
+    assert trec_id("enwv-ac6ccaa766_0") == "enwv-ac6ccaa766_0"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from factory.errors import FactoryError
+from factory.trec import from_trec_id
 
 
 class AuditInputError(FactoryError):
@@ -127,8 +128,8 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
             parts = line.rstrip("\n").split("\t")
             if len(parts) != 3:
                 parts = line.split()
-                if len(parts) == 4:  # TREC: qid iteration docid relevance
-                    parts = [parts[0], parts[2], parts[3]]
+                if len(parts) == 4:  # TREC: qid iteration docid relevance (ids percent-encoded if needed)
+                    parts = [from_trec_id(parts[0]), from_trec_id(parts[2]), parts[3]]
             score = parts[-1].strip() if parts else ""
             if number == 1 and not score.lstrip("-").isdigit():
                 continue  # header line
