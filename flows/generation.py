@@ -103,9 +103,15 @@ def prepare(corpus: str, store: str, index_dir: str, lang: str, settings: Settin
         fixed_index(store, index_dir, lang, quote(settings))
 
 
-@task(name="candidate", task_run_name="candidate-{job.index}", **TASK_OPTIONS)
-def candidate(job: Job, worker: WorkerSpec) -> Any:
+@task(name="candidate", task_run_name="candidate-{index}", **TASK_OPTIONS)
+def candidate(index: int, job: Job, worker: WorkerSpec) -> Any:
     return run_job(job, worker)
+
+
+def submit_candidate(job: Job, worker: WorkerSpec) -> Any:
+    # quoted: Prefect would otherwise look for earlier results inside the job (matching them by
+    # object identity, a chunk id shared with an accepted task shows as a false dependency)
+    return candidate.submit(job.index, quote(job), quote(worker))
 
 
 # ------------------------------------------------------------------ generation
@@ -162,7 +168,7 @@ def generate_candidates(run_id: str) -> LoopReport:
         if settled % COMPACT_EVERY == 0:
             compact(Store(run.store))
 
-    report = run_in_order(lambda job: candidate.submit(job, worker), driver, run.budget, state, on_outcome=log)
+    report = run_in_order(lambda job: submit_candidate(job, worker), driver, run.budget, state, on_outcome=log)
     for error in report.errors[:5]:
         logger.warning(error)
     logger.info("generation stopped (%s): %d accepted, %d rejected, %d failed, %d tokens",

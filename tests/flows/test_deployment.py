@@ -32,14 +32,18 @@ PER_RUN = 6  # candidates per run: the deployment's attempt budget
 RUN_TIMEOUT_S = 600
 
 
-def _stop(process: subprocess.Popen, sig: int = signal.SIGINT, wait_s: float = 60) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+def _stop(process: subprocess.Popen, sig: int = signal.SIGINT, wait_s: float = 60) -> bool:
+    """Stop a process group as a user would (Ctrl-C); True when it ended by itself."""
+    if process.poll() is not None:
+        return True
+    os.killpg(process.pid, sig)
+    try:
+        process.wait(timeout=wait_s)
+        return True
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                "--port", str(port)], env=env, stdout=server_log, stderr=subprocess.STDOUT,
                               start_new_session=True)
-    serving = None
+    serving, serving_stopped = None, True
     try:
         wait_ready(f"http://127.0.0.1:{port}/api/health", server, 180, root / "server.log")
         api = f"http://127.0.0.1:{port}/api"
@@ -69,10 +73,11 @@ def served(tmp_path_factory: pytest.TempPathFactory):
         _wait_for_deployment(api, serving, root / "serve.log")
         yield {"api": api, "store": store, "root": root, "serve_log": root / "serve.log", "serving": serving}
     finally:
-        if serving is not None:
-            _stop(serving)  # the serving process first: its runs report to the server until they end
-        _stop(server, signal.SIGTERM)
+        if serving is not None:  # the serving process first: it pauses its schedule through the server
+            serving_stopped = _stop(serving)
+        _stop(server)
         server_log.close()
+    assert serving_stopped, "serve-training did not stop on Ctrl-C within 60 s"
 
 
 def _wait_for_deployment(api: str, serving: subprocess.Popen, log: Path, timeout_s: float = 240) -> None:
