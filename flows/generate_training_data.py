@@ -127,7 +127,8 @@ def generate_training_data(
         from flows.training import export_training_data
 
         exported = export_training_data(store=run.store, out=export_out, config=config)
-        result["export"] = {"out": export_out, "pools": {k: {p: len(v) for p, v in pools.items()}
-                                                         for k, pools in exported["pools"].items()}}
+        result["export"] = {"out": export_out, "tasks": exported["tasks"], "pools": {
+            lang: {"sft": len(pools["sft"]), "rl": len(pools["rl"]), "excluded": len(pools["excluded"])}
+            for lang, pools in exported["pools"].items()}}
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return result

@@ -17,8 +17,8 @@ import pytest
 from factory.store import Store
 from factory.training_set import TaskScope, stream_seed, training_run_id
 
-from training_helpers import (assert_no_duplicates, assert_rows_complete, copy_store, prepare_store, relaxed_shortcut,
-                              run_training, set_tasks)
+from training_helpers import (CORPUS_EN, assert_no_duplicates, assert_rows_complete, copy_store, prepare_store,
+                              relaxed_shortcut, run_training, set_tasks)
 
 pytestmark = pytest.mark.usefixtures("relaxed_shortcut")
 
@@ -122,3 +122,28 @@ def test_concurrent_runs_composing_the_same_tasks_accept_each_once(prepared: Pat
     of_other_run = [row for row in dedup if row["reason"] == "same_support"
                     and not row["feedback"].split("accepted task ")[1].startswith(row["run_id"] + "-")]
     assert of_other_run, dedup
+
+
+@pytest.mark.slow
+def test_the_flow_appends_one_run_and_exports_the_training_data(prefect_api: str, prepared: Path,
+                                                                tmp_path: Path) -> None:
+    """The Prefect flow itself (in process, on the test server): one run, then the export step."""
+    import json
+
+    from flows.generate_training_data import generate_training_data
+
+    store = copy_store(prepared, tmp_path / "store")
+    result = generate_training_data(corpus=str(CORPUS_EN), lang="en", store=str(store), llm_spec="fake:factory",
+                                    training_set="flow", max_attempts=6, concurrency=2, seed=3, run_id="train-flow-1",
+                                    export_out=str(tmp_path / "export"))
+    assert result["run_id"] == "train-flow-1" and result["stopped_by"] == "max_attempts"
+    assert result["tasks_before"] == 0 and result["tasks_after"] == result["accepted"] >= 1
+    assert result["duplicate_support_sets"] == result["duplicate_questions"] == 0
+    assert_rows_complete(store, "train-flow-1", 6)
+    runs = Store(store).query("SELECT command, json_extract_string(settings, '$.training_data.name') AS name "
+                              "FROM runs WHERE run_id = 'train-flow-1'")
+    assert runs == [{"command": "generate-training-data", "name": "flow"}]
+    summary = json.loads((tmp_path / "export" / "summary.json").read_text())
+    exported = set(summary["pools"]["en"]["sft"]) | set(summary["pools"]["en"]["rl"])
+    assert exported == {t["task_id"] for t in set_tasks(store, "flow")}  # the set's tasks, each in one pool
+    assert result["export"]["pools"]["en"]["sft"] + result["export"]["pools"]["en"]["rl"] == len(exported)
