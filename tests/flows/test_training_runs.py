@@ -9,6 +9,7 @@ tasks to show growth and duplicates in seconds.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -147,3 +148,41 @@ def test_the_flow_appends_one_run_and_exports_the_training_data(prefect_api: str
     exported = set(summary["pools"]["en"]["sft"]) | set(summary["pools"]["en"]["rl"])
     assert exported == {t["task_id"] for t in set_tasks(store, "flow")}  # the set's tasks, each in one pool
     assert result["export"]["pools"]["en"]["sft"] + result["export"]["pools"]["en"]["rl"] == len(exported)
+
+
+def test_a_run_over_two_llm_servers_survives_one_going_down(prepared: Path, tmp_path: Path) -> None:
+    """The factory's fake behind two local HTTP servers, balanced; the second stops mid-run. The run
+    gives the same tasks as with the fake in process, and no LLM call ends in an error."""
+    from factory.llm.fake_factory import factory_fake
+    from factory.llm.fake_server import FakeOpenAIServer, llm_answer
+
+    direct_store = copy_store(prepared, tmp_path / "direct")
+    direct, _ = run_training(direct_store, training_set="lb", run_id="train-lb-1", max_attempts=8)
+
+    answer = llm_answer(factory_fake())  # one fake behind both: it remembers what it composed
+    http_store = copy_store(prepared, tmp_path / "http")
+    with FakeOpenAIServer(answer=answer, model="fake-factory") as one, \
+            FakeOpenAIServer(answer=answer, model="fake-factory") as two:
+        stopped = threading.Event()
+
+        def stop_two_midway() -> None:
+            while len(two.log) < 15 and not stopped.is_set():
+                time.sleep(0.01)
+            two.stop()
+            stopped.set()
+
+        stopper = threading.Thread(target=stop_two_midway, daemon=True)
+        stopper.start()
+        spec = f"openai:{one.url},{two.url}#fake-factory?timeout=5&retries=3&cooldown=30"
+        over_http, _ = run_training(http_store, training_set="lb", run_id="train-lb-1", max_attempts=8, llm=spec)
+        stopped.set()
+        stopper.join(timeout=5)
+        served = (len(one.log), len(two.log))
+    assert served[1] >= 15 and served[0] > served[1]  # the second served until it stopped, then the first alone
+    db = Store(http_store)
+    assert db.scalar("SELECT count(*) FROM llm_calls WHERE error IS NOT NULL") == 0
+    assert_rows_complete(http_store, "train-lb-1", over_http.started)
+    fields = "task_id, cell, question, answer, support_chunk_ids"
+    assert db.query(f"SELECT {fields} FROM tasks ORDER BY task_id") == \
+        Store(direct_store).query(f"SELECT {fields} FROM tasks ORDER BY task_id")
+    assert over_http.accepted == direct.accepted >= 1

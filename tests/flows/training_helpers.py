@@ -45,7 +45,8 @@ def copy_store(prepared: Path, to: Path) -> Path:
 
 
 def run_training(store: Path, *, training_set: str, run_id: str | None = None, seed: int = 3,
-                 max_attempts: int = 6, concurrency: int = 2, stream: int | None = None) -> tuple[Any, Any]:
+                 max_attempts: int = 6, concurrency: int = 2, stream: int | None = None,
+                 llm: str = "fake:factory") -> tuple[Any, Any]:
     """One training run on a thread pool, without Prefect (what the flow's generation step does).
 
     ``stream``: force the run's stream seed (two runs with the same one compose the same tasks).
@@ -57,7 +58,7 @@ def run_training(store: Path, *, training_set: str, run_id: str | None = None, s
     from flows.generate_training_data import resolve_training_run
     from flows.generation import start_generation
 
-    run = resolve_training_run(str(CORPUS_EN), "en", str(store), "fake:factory", training_set, max_attempts,
+    run = resolve_training_run(str(CORPUS_EN), "en", str(store), llm, training_set, max_attempts,
                                seed=seed, concurrency=concurrency, run_id=run_id)
     if stream is not None:
         run.seed = stream
