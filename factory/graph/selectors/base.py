@@ -125,10 +125,14 @@ class SelectionIndex:
         return self.chunk_about[chunk] if self.chunk_about else -1
 
     def about_coverage(self) -> float:
-        """Share of chunks whose document is an article about one of their entities."""
-        if not self.chunk_about:
-            return 0.0
-        return sum(a >= 0 for a in self.chunk_about) / len(self.chunk_about)
+        """Share of chunks whose document is an article about one of their entities.
+
+        Counted once per index: the selectors ask on every call, and at 1M chunks the
+        count was most of a comparison selection's 180 ms."""
+        memo = self.memo.setdefault(("about-coverage",), {})
+        if 0 not in memo:
+            memo[0] = sum(a >= 0 for a in self.chunk_about) / len(self.chunk_about) if self.chunk_about else 0.0
+        return memo[0]
 
     def related(self, a: int, b: int) -> bool:
         """Same or overlapping names ("Singapore" / "the Republic of Singapore"): naming one leaks the other."""
