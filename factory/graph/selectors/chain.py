@@ -136,7 +136,9 @@ def _start(ix: SelectionIndex, rng: random.Random, path: list[int], bridges: lis
     hidden = bridges + ([answer] if answer is not None else [])
     options = [
         e for e in ix.chunk_ents[path[0]]
-        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and blocked.isdisjoint(ix.ent_chunks[e])
+        # "not blocked" first: isdisjoint walks the whole tuple even for an empty set, and a
+        # common entity's chunks are 100k+ at 1M chunks (most of a calculation's 60-90 ms)
+        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and (not blocked or blocked.isdisjoint(ix.ent_chunks[e]))
         and not any(ix.related(e, h) for h in hidden)
     ]
     if not options:
