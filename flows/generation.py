@@ -20,7 +20,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
+from prefect.utilities.annotations import Quote, quote
 
 from factory.driver import RunDriver
 from factory.errors import FactoryError
@@ -105,7 +105,15 @@ def prepare(corpus: str, store: str, index_dir: str, lang: str, settings: Settin
 
 @task(name="candidate", task_run_name="candidate-{index}", **TASK_OPTIONS)
 def candidate(index: int, job: Job, worker: WorkerSpec) -> Any:
-    return run_job(job, worker)
+    return run_job(_unquoted(job), _unquoted(worker))
+
+
+def _unquoted(value: Any) -> Any:
+    # Prefect unwraps a quoted argument on threads; prefect-dask 0.3.7 delivers the wrapper
+    # (a one-field named tuple) rebuilt as plain one-item tuples, ((value,),)
+    while isinstance(value, tuple) and len(value) == 1:
+        value = value[0].unquote() if isinstance(value, Quote) else value[0]
+    return value
 
 
 def submit_candidate(job: Job, worker: WorkerSpec) -> Any:

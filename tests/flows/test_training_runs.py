@@ -150,39 +150,44 @@ def test_the_flow_appends_one_run_and_exports_the_training_data(prefect_api: str
     assert result["export"]["pools"]["en"]["sft"] + result["export"]["pools"]["en"]["rl"] == len(exported)
 
 
-def test_a_run_over_two_llm_servers_survives_one_going_down(prepared: Path, tmp_path: Path) -> None:
-    """The factory's fake behind two local HTTP servers, balanced; the second stops mid-run. The run
-    gives the same tasks as with the fake in process, and no LLM call ends in an error."""
+def _over_two_servers(store: Path, *, stop_second_after: int | None) -> tuple[object, tuple[int, int]]:
+    """A run with the factory's fake behind two local HTTP servers, balanced; the second one
+    stopped once it has answered ``stop_second_after`` requests (never, if None)."""
     from factory.llm.fake_factory import factory_fake
     from factory.llm.fake_server import FakeOpenAIServer, llm_answer
 
-    direct_store = copy_store(prepared, tmp_path / "direct")
-    direct, _ = run_training(direct_store, training_set="lb", run_id="train-lb-1", max_attempts=8)
-
     answer = llm_answer(factory_fake())  # one fake behind both: it remembers what it composed
-    http_store = copy_store(prepared, tmp_path / "http")
     with FakeOpenAIServer(answer=answer, model="fake-factory") as one, \
             FakeOpenAIServer(answer=answer, model="fake-factory") as two:
-        stopped = threading.Event()
+        done = threading.Event()
 
-        def stop_two_midway() -> None:
-            while len(two.log) < 15 and not stopped.is_set():
+        def stop_second() -> None:
+            while stop_second_after is not None and len(two.log) < stop_second_after and not done.is_set():
                 time.sleep(0.01)
-            two.stop()
-            stopped.set()
+            if stop_second_after is not None:
+                two.stop()
 
-        stopper = threading.Thread(target=stop_two_midway, daemon=True)
+        stopper = threading.Thread(target=stop_second, daemon=True)
         stopper.start()
         spec = f"openai:{one.url},{two.url}#fake-factory?timeout=5&retries=3&cooldown=30"
-        over_http, _ = run_training(http_store, training_set="lb", run_id="train-lb-1", max_attempts=8, llm=spec)
-        stopped.set()
+        report, _ = run_training(store, training_set="lb", run_id="train-lb-1", max_attempts=8, llm=spec)
+        done.set()
         stopper.join(timeout=5)
-        served = (len(one.log), len(two.log))
+        return report, (len(one.log), len(two.log))
+
+
+def test_a_run_over_two_llm_servers_survives_one_going_down(prepared: Path, tmp_path: Path) -> None:
+    """Two balanced servers, the second stopped mid-run: the run settles every candidate, no LLM
+    call ends in an error, and it accepts the same tasks as with both servers up."""
+    both_up, served_both = _over_two_servers(copy_store(prepared, tmp_path / "both"), stop_second_after=None)
+    store = copy_store(prepared, tmp_path / "one_down")
+    one_down, served = _over_two_servers(store, stop_second_after=15)
+    assert min(served_both) > 0.3 * max(served_both)  # both up: the load was shared
     assert served[1] >= 15 and served[0] > served[1]  # the second served until it stopped, then the first alone
-    db = Store(http_store)
+    db = Store(store)
     assert db.scalar("SELECT count(*) FROM llm_calls WHERE error IS NOT NULL") == 0
-    assert_rows_complete(http_store, "train-lb-1", over_http.started)
+    assert_rows_complete(store, "train-lb-1", one_down.started)
     fields = "task_id, cell, question, answer, support_chunk_ids"
     assert db.query(f"SELECT {fields} FROM tasks ORDER BY task_id") == \
-        Store(direct_store).query(f"SELECT {fields} FROM tasks ORDER BY task_id")
-    assert over_http.accepted == direct.accepted >= 1
+        Store(tmp_path / "both").query(f"SELECT {fields} FROM tasks ORDER BY task_id")
+    assert one_down.accepted == both_up.accepted >= 1
