@@ -68,7 +68,10 @@ class RunState:
                 [run_id],
             )
         }
-        accepted = int(store.scalar("SELECT count(*) FROM tasks WHERE run_id = ?", [run_id]) or 0)
+        # by candidates: a task row that landed just before a kill belongs to a candidate that
+        # runs again and counts itself when it is settled
+        accepted = int(store.scalar(
+            "SELECT count(*) FROM candidates WHERE run_id = ? AND status = 'accepted'", [run_id]) or 0)
         tokens = int(store.scalar(
             "SELECT coalesce(sum(tokens_in) + sum(tokens_out), 0) FROM llm_calls WHERE run_id = ?", [run_id]
         ) or 0)
