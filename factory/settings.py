@@ -91,7 +91,8 @@ class ValidateSettings(Section):
     necessity_samples: int = Field(2, ge=1, description="samples per leave-one-out check")
     llm_judge: bool = Field(False, description="ask the LLM whether an unmatched answer is equivalent")
     max_tokens: int = Field(384, ge=16, description="completion budget of validator prompts")
-    agent_run: bool = Field(False, description="run the search agent as difficulty checker (off until configured)")
+    agent_run: bool = Field(True, description="run the search agent as difficulty checker (needs the fixed index; "
+                            "off, the verdict is a recorded skip, never a pass)")
 
 
 class GenerateSettings(Section):
