@@ -26,18 +26,38 @@ from factory.graph.selectors.chain import VALUE_KINDS, answer_pool, has_value
 from factory.records import Cell, Subgraph
 
 
-def _members(ix: SelectionIndex, group: int, labels: frozenset[str], max_df: int) -> dict[int, list[int]]:
-    """Entities of the answer's type sharing a chunk with the group -> those chunks (memoised)."""
-    memo = ix.memo.setdefault(("members", labels, max_df), {})
+def _valued_members(ix: SelectionIndex, group: int, labels: frozenset[str], kind: str, own_article: bool,
+                    valued: dict[int, list[int]], params: SelectorParams) -> dict[int, list[int]]:
+    """Entities of the answer's type sharing a chunk with the group -> those chunks, kept
+    when they have a value of ``kind`` and their names do not overlap the group's.
+
+    Memoised per group. Most tries fail on a group with fewer than ``candidates`` such
+    members: that is known before the name checks, so those are skipped (and {} stored)."""
+    max_df, n = params.answer_max_df, params.candidates
+    memo = ix.memo.setdefault(("valued-members", labels, kind, own_article, max_df, n), {})
     found = memo.get(group)
     if found is None:
         found = {}
         for c in ix.ent_chunks[group]:
             for e in ix.chunk_ents[c]:
-                if e != group and ix.ent_label[e] in labels and ix.ent_df[e] <= max_df:
+                if e != group and e in valued:  # seeds are of the answer's type, at most max_df
                     found.setdefault(e, []).append(c)
+        if len(found) < n:
+            found = {}
+        else:
+            found = {e: cs for e, cs in found.items() if not ix.related(e, group)}
         memo[group] = found
     return found
+
+
+def _chunk_groups(ix: SelectionIndex, allowed: frozenset[int], params: SelectorParams) -> list[tuple[int, ...]]:
+    """Per chunk, its entities that can be a group (in chunk order), built once: a candidate's
+    groups are then read from these short tuples instead of every entity of its chunks."""
+    def build() -> list[tuple[int, ...]]:
+        empty: tuple[int, ...] = ()
+        return [tuple([e for e in ents if e in allowed]) or empty for ents in ix.chunk_ents]
+
+    return _cached(ix, ("comparison-chunk-groups", params.bridge_min_df, params.bridge_max_df), build)
 
 
 def _seeds(ix: SelectionIndex, labels: frozenset[str], kind: str, own_article: bool,
@@ -88,20 +108,22 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
     if not kinds:
         raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities with a date or number"
                          + (" in their own article" if own_article else ""), structural=True)
-    seed_lists = {kind: list(seeds[kind]) for kind in kinds}
+    # the seeds' keys as lists, built once per index (at 1M chunks a list per call cost milliseconds)
+    seed_lists = {kind: _cached(ix, ("comparison-seed-list", labels, kind, own_article, params.answer_max_df),
+                                lambda kind=kind: list(seeds[kind])) for kind in kinds}
+    chunk_groups = _chunk_groups(ix, allowed, params)
     fail = Failures()
 
     def attempt(_: int):
         kind = rng.choice(kinds)
         valued = seeds[kind]
         first = rng.choice(seed_lists[kind])
-        groups = [g for c in ix.ent_chunks[first] for g in ix.chunk_ents[c] if g in allowed and g != first]
+        groups = [g for c in ix.ent_chunks[first] for g in chunk_groups[c] if g != first]
         if not groups:
             fail.add("candidate shares no chunk with a possible group")
             return None
         group = rng.choice(groups)
-        members = {e: cs for e, cs in _members(ix, group, labels, params.answer_max_df).items()
-                   if e in valued and not ix.related(e, group)}
+        members = _valued_members(ix, group, labels, kind, own_article, valued, params)
         if len(members) < n:
             fail.add(f"group has fewer than {n} {cell.answer_type} members with a {kind}")
             return None
