@@ -215,7 +215,15 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            if len(raw) < length:  # the client died while sending: no request was received
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = None
+            if not isinstance(body, dict) or "messages" not in body:  # not a chat request: not logged
+                return self._send(400, b'{"error": {"message": "expected a chat completion request"}}')
             outcome = owner._decide()
             owner._record(body, outcome)
             if owner.delay_s:
