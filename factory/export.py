@@ -239,7 +239,7 @@ def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tup
     return licence, attribution, copied
 
 
-def _run_figures(store: Store, run_id: str) -> dict[str, Any]:
+def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> dict[str, Any]:
     funnel = store.query(
         "SELECT validator, min(step) AS step, count(*) FILTER (WHERE NOT skipped) AS seen, "
         "count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected, count(*) FILTER (WHERE skipped) AS skipped, "
@@ -247,6 +247,12 @@ def _run_figures(store: Store, run_id: str) -> dict[str, Any]:
         "GROUP BY validator ORDER BY step, validator",
         [run_id],
     )
+    # validators no draft reached still get their row: the funnel shows where drafts stopped
+    present = {r["validator"] for r in funnel}
+    for step, name in enumerate(order or []):
+        if name not in present:
+            funnel.append({"validator": name, "step": step, "seen": 0, "rejected": 0, "skipped": 0, "mean_s": None})
+    funnel.sort(key=lambda r: (r["step"], r["validator"]))
     status = {r["status"]: r["n"] for r in store.query(
         "SELECT status, count(*) AS n FROM candidates WHERE run_id = ? GROUP BY status", [run_id]
     )}
@@ -338,7 +344,7 @@ def export_benchmark(
         encoding="utf-8",
     )
     licence, attribution, notices = write_license(out, settings, corpus_path)
-    figures = _run_figures(store, run_id)
+    figures = _run_figures(store, run_id, list(settings.validation.order))
     mechanics, answer_types = _taxonomy_axes(lang)
     files = ["tasks.jsonl", "tasks.parquet", "corpus.jsonl", "chunks.parquet", "queries.jsonl", "qrels/test.tsv",
              "qrels.trec", "index/", "settings.json", "card.md", "card.html", "plots/", "LICENSE", *notices]

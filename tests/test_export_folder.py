@@ -179,6 +179,10 @@ def test_card_has_plots_and_escapes_corpus_text(store, tmp_path: Path) -> None:
     html = (out / "card.html").read_text()
     assert "<b>described</b>" not in html and "&lt;b&gt;described&lt;/b&gt;" in html
     assert 'src="plots/funnel.png"' in html
+    # every validator of the gauntlet has its funnel row, in order, also those no draft reached
+    rows = [line.split("|")[2].strip().replace("\\_", "_") for line in card.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    assert rows[:len(settings.validation.order)] == list(settings.validation.order)
     # one example per mechanic at most twice, both mechanics shown
     assert card.count("### chain") == 1 and card.count("### intersection") == 1
 

@@ -72,10 +72,9 @@ def validator_funnel(rows: Sequence[dict], path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlim(0, max([s + k for s, k in zip(seen, skipped)] or [1]) * 1.18 + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("drafts")
-    ax.set_title("Validator funnel (cheapest first): rejected/seen")
-    if names:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(names) < 4 else -0.18), ncol=3, fontsize=8)
+    ax.set_title("Validator funnel: drafts rejected/seen", loc="left", fontsize=10)
+    if names:  # in the title's band, right: never over the bars or the tick labels
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
     if not names:
         ax.text(0.5, 0.5, "no verdicts recorded", ha="center", va="center", transform=ax.transAxes)
     return _save(fig, path)
