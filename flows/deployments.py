@@ -99,9 +99,22 @@ def training_deployment(
 
 
 def serve_training(deployments: list[Any], *, limit: int | None = None) -> None:
-    """Register the deployments and run their flow runs from this process until stopped."""
+    """Register the deployments and run their flow runs from this process until stopped.
+
+    Ctrl-C and SIGTERM both stop it cleanly. A process started in the background by a
+    non-interactive shell (or by a parent that ignores SIGINT) inherits SIGINT as ignored,
+    and Python then installs no KeyboardInterrupt handler: serve would never stop on
+    Ctrl-C. So both handlers are set here explicitly.
+    """
+    import signal
+
     from prefect import serve
 
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
     serve(*deployments, limit=limit)
 
 
