@@ -59,6 +59,15 @@ def generate_training_data_command(
     typer.echo(json.dumps(result, sort_keys=True))  # one line, for scripts
 
 
+def _deployment(name: Optional[str], cron: Optional[str], timezone: Optional[str], paused: bool, **values: Any):
+    """The command's flow parameters, checked, and the deployment built from them (serve and deploy share it)."""
+    from flows.deployments import training_deployment
+
+    parameters = _parameters(**values)
+    return training_deployment(_name(name, values["training_set"], values["lang"], values["config"]), parameters,
+                               cron=cron, timezone=timezone, paused=paused)
+
+
 def serve_training_command(
     corpus: Path = Corpus, lang: str = Lang, store: Path = StorePath, llm: Optional[str] = Llm,
     training_set: Optional[str] = TrainingSet, max_attempts: Optional[int] = MaxAttempts,
@@ -72,14 +81,12 @@ def serve_training_command(
     paused: bool = typer.Option(False, "--paused", help="register with the schedule paused (runs by hand only)"),
 ) -> None:
     """Serve the scheduled deployment from this process until Ctrl-C (needs PREFECT_API_URL)."""
-    from flows.deployments import serve_training, training_deployment
+    from flows.deployments import serve_training
 
-    parameters = _parameters(corpus=corpus, lang=lang, store=store, llm_spec=llm, training_set=training_set,
-                             max_attempts=max_attempts, token_budget=token_budget, n=n, seed=seed, config=config,
-                             task_runner=task_runner, concurrency=concurrency, dask_address=dask_address,
-                             export_out=export_out)
-    deployment = training_deployment(_name(name, training_set, lang, config), parameters, cron=cron,
-                                     timezone=timezone, paused=paused)
+    deployment = _deployment(name, cron, timezone, paused, corpus=corpus, lang=lang, store=store, llm_spec=llm,
+                             training_set=training_set, max_attempts=max_attempts, token_budget=token_budget, n=n,
+                             seed=seed, config=config, task_runner=task_runner, concurrency=concurrency,
+                             dask_address=dask_address, export_out=export_out)
     serve_training([deployment], limit=limit)
 
 
@@ -96,14 +103,12 @@ def deploy_training_command(
     paused: bool = typer.Option(False, "--paused", help="register with the schedule paused"),
 ) -> None:
     """Register the scheduled deployment against a work pool; its workers run it (needs PREFECT_API_URL)."""
-    from flows.deployments import deploy_training, training_deployment
+    from flows.deployments import deploy_training
 
-    parameters = _parameters(corpus=corpus, lang=lang, store=store, llm_spec=llm, training_set=training_set,
-                             max_attempts=max_attempts, token_budget=token_budget, n=n, seed=seed, config=config,
-                             task_runner=task_runner, concurrency=concurrency, dask_address=dask_address,
-                             export_out=export_out)
-    deployment = training_deployment(_name(name, training_set, lang, config), parameters, cron=cron,
-                                     timezone=timezone, paused=paused)
+    deployment = _deployment(name, cron, timezone, paused, corpus=corpus, lang=lang, store=store, llm_spec=llm,
+                             training_set=training_set, max_attempts=max_attempts, token_budget=token_budget, n=n,
+                             seed=seed, config=config, task_runner=task_runner, concurrency=concurrency,
+                             dask_address=dask_address, export_out=export_out)
     for deployment_id in deploy_training([deployment], work_pool=work_pool):
         typer.echo(f"deployment generate-training-data/{deployment.name} ({deployment_id}) on work pool {work_pool}")
 
