@@ -28,6 +28,7 @@ from prefect import flow, task
 from prefect.utilities.annotations import quote
 
 from factory.errors import FactoryError
+from factory.llm.registry import require_language
 from factory.ordered import Budget, LoopReport, RunState  # noqa: F401 - RunState: tests and callers import it here
 from factory.settings import Settings, load_settings
 from factory.store import Store
@@ -118,6 +119,7 @@ def resolve_build(
     first = load_settings(config_path, **flags)
     overrides = first.build.overrides(first.build.profile)
     settings = load_settings(config_path, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
+    require_language(settings.llm.spec, lang)
     store_path = Path(store) if store else out / "store"
     build = settings.build
     plan = BuildPlan(

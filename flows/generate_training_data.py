@@ -24,6 +24,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from factory.errors import FactoryError
+from factory.llm.registry import require_language
 from factory.ordered import Budget
 from factory.settings import load_settings
 from factory.store import Store
@@ -69,6 +70,7 @@ def resolve_training_run(
         "training_data.max_attempts": max_attempts, "training_data.token_budget": token_budget,
         "training_data.n": n, "generate.concurrency": concurrency, "dask.address": dask_address,
     })
+    require_language(settings.llm.spec, lang)
     name = settings.training_data.name
     run_id = run_id or training_run_id(name, _flow_run_id())
     budget = Budget(n=settings.training_data.n, max_attempts=settings.training_data.max_attempts,

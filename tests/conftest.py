@@ -71,3 +71,21 @@ def mixed_corpus(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path)
         return made[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def embedded_runtime() -> None:
+    """Before any test loads the embedded model in this process: the ~1,000-token probe in a
+    child process. A runtime that dies by a signal (a native llama.cpp build's AMX kernels)
+    then fails those tests with the reason and the build flags instead of killing the run."""
+    pytest.importorskip("llama_cpp")
+    from factory.llm.probe import ProbeCrashed, run_probe
+
+    try:
+        run_probe("llamacpp:smollm2-135m", threads=1)
+    except ProbeCrashed as exc:
+        crashed = str(exc)
+    else:
+        crashed = ""
+    if crashed:  # outside the except block: the message once, without the chained exception
+        pytest.fail(crashed, pytrace=False)

@@ -28,6 +28,12 @@ def _save(fig: "plt.Figure", path: Path) -> Path:
     return path
 
 
+def count_scale_max(top: float) -> float:
+    """The top of a colour scale of counts: at least 1, since with nothing counted (an empty
+    build) matplotlib would draw a scale from -0.1 to 0.1."""
+    return max(1.0, float(top))
+
+
 def coverage_heatmap(
     mechanics: Sequence[str],
     answer_types: Sequence[str],
@@ -38,10 +44,11 @@ def coverage_heatmap(
     """Accepted tasks per mechanic x answer type; each cell also shows accepted/attempted."""
     grid = np.array([[accepted.get((m, t), 0) for t in answer_types] for m in mechanics], dtype=float)
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * max(1, len(answer_types)), 1.2 + 0.6 * max(1, len(mechanics))))
-    image = ax.imshow(grid if grid.size else np.zeros((1, 1)), cmap="Blues", aspect="auto", vmin=0)
+    top = grid.max() if grid.size else 0
+    image = ax.imshow(grid if grid.size else np.zeros((1, 1)), cmap="Blues", aspect="auto", vmin=0,
+                      vmax=count_scale_max(top))
     ax.set_xticks(range(len(answer_types)), labels=list(answer_types), rotation=35, ha="right")
     ax.set_yticks(range(len(mechanics)), labels=list(mechanics))
-    top = grid.max() if grid.size else 0
     for i, mechanic in enumerate(mechanics):
         for j, answer_type in enumerate(answer_types):
             tried = attempted.get((mechanic, answer_type), 0)

@@ -33,7 +33,7 @@ def compose_command(
     """Compose N drafts and print them with their subgraph and fact sheet."""
     from factory.compose.run import compose_candidate, selector_params
     from factory.graph.select import SelectionIndex
-    from factory.llm.registry import make_gateway
+    from factory.llm.registry import make_gateway, require_language
     from factory.records import Cell
     from factory.settings import load_settings
     from factory.store import Store
@@ -44,6 +44,7 @@ def compose_command(
     lang = settings.lang
     if lang not in ("en", "ru"):
         raise FactoryError(f"--lang must be en or ru, got {lang!r}")
+    require_language(settings.llm.spec, lang)
     tax = load_taxonomy(settings.compose.taxonomy_dir)
     fixed = None
     if cell:

@@ -40,7 +40,7 @@ def generate_command(
     """Compose, validate, revise and accept or reject until N tasks are accepted."""
     from factory.generate import run_generation
     from factory.index.fixed import open_index
-    from factory.llm.registry import make_gateway
+    from factory.llm.registry import make_gateway, require_language
     from factory.settings import load_settings
     from factory.store import Store
 
@@ -53,6 +53,7 @@ def generate_command(
         raise FactoryError(f"--lang must be en or ru, got {lang!r}")
     if fixed.manifest.lang != lang:
         raise FactoryError(f"{index}: the index is for {fixed.manifest.lang!r}, not {lang!r}")
+    require_language(settings.llm.spec, lang)
     run_id = run_id or f"gen-{lang}-s{settings.seed}"
     gateway = make_gateway(settings.llm.spec, settings.llm, store=the_store, run_id=run_id)
     try:

@@ -48,6 +48,9 @@ def check(
     if languages:
         out.print(f"languages {', '.join(languages)} only")
     out.print(f"ready in  {ready_s:.2f} s")
+    cpu = getattr(backend, "cpu_features", None)
+    if cpu is not None:
+        out.print(f"cpu build {' '.join(cpu) or '(no features reported)'}", highlight=False)
 
     structured = gateway.complete(
         LLMRequest.chat(
@@ -75,6 +78,14 @@ def check(
         f"speed     {free.tokens_out} tokens in {free.latency_s:.2f} s = {speed:.1f} tokens/s "
         f"(prompt {free.tokens_in} tokens; includes prompt processing)"
     )
+    # a real prompt, in a child process: a broken native build passes the short probes above
+    # and dies by a signal on the first long one
+    from factory.llm.probe import run_probe
+
+    long = run_probe(settings.spec, threads=settings.threads)
+    if long.error:
+        raise FactoryError(f"{settings.spec}: the backend failed on a long prompt: {long.error}")
+    out.print(f"long      a {long.tokens_in}-token prompt answered in {long.latency_s:.2f} s (in a child process)")
     if structured.parse_error:
         raise typer.Exit(2)
 

@@ -123,6 +123,9 @@ class LlamaCppBackend:
             from llama_cpp import Llama
         except ImportError as exc:
             raise LlamaCppError("llama-cpp-python is not installed (pip install '.[llamacpp]')") from exc
+        from factory.llm.cpu_build import refuse_crashing_build
+
+        self.cpu_features = refuse_crashing_build()  # before the first prompt, which would segfault
         self.model_path = path
         self.model = model or path.stem
         self.threads = threads or os.cpu_count() or 1

@@ -71,6 +71,27 @@ def _llamacpp(spec: LLMSpec, settings: LLMSettings) -> LLM:
     return LlamaCppBackend.from_spec(spec, settings)
 
 
+def require_language(spec: str, lang: str) -> None:
+    """Refuse, before any work starts, a run whose backend declares it cannot read ``lang``.
+
+    Only the embedded models declare their languages (SmolLM2-135M reads English only);
+    servers and GGUF files are taken at their word.
+    """
+    parsed = parse_spec(spec)
+    if parsed.backend != "llamacpp":
+        return
+    from factory.llm.llamacpp_backend import EMBEDDED
+
+    model = EMBEDDED.get((parsed.target or "smollm2-135m").lower())
+    if model is not None and lang not in model.languages:
+        raise LLMSpecError(
+            f"--llm {spec}: the embedded {model.name} reads {', '.join(model.languages)} only, so it cannot write or "
+            f"judge {lang} tasks. Pass a model that reads {lang}: --llm openai:http://127.0.0.1:8000/v1#MODEL "
+            f"(a vLLM or other OpenAI-compatible server with a multilingual model), or --llm fake:factory to run "
+            f"the pipeline end to end without a model."
+        )
+
+
 def make_gateway(spec: str | None = None, settings: LLMSettings | None = None, store: "Store | None" = None, **kwargs: Any) -> "Gateway":
     """A gateway over ``make_llm(spec, settings)`` with the settings' concurrency and repair."""
     from factory.llm.gateway import Gateway
@@ -82,4 +103,4 @@ def make_gateway(spec: str | None = None, settings: LLMSettings | None = None, s
     return Gateway(make_llm(spec, settings), store, **kwargs)
 
 
-__all__ = ["LLMSpecError", "available_backends", "make_gateway", "make_llm", "register_backend"]
+__all__ = ["LLMSpecError", "available_backends", "make_gateway", "make_llm", "register_backend", "require_language"]

@@ -11,6 +11,7 @@ from factory.settings import Settings
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("embedded_runtime")
 def test_embedded_model_episode_is_well_formed(searcher, corpus_en):
     pytest.importorskip("llama_cpp")
     from factory.llm.registry import make_llm

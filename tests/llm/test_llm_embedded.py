@@ -14,7 +14,7 @@ from factory.llm.local_server import llamacpp_server
 from factory.settings import LLMSettings
 
 pytest.importorskip("llama_cpp")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("embedded_runtime")]
 
 ONE_THREAD = LLMSettings(threads=1)
 

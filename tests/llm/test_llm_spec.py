@@ -143,3 +143,27 @@ def test_unknown_embedded_name_is_a_clear_error() -> None:
 
     with pytest.raises(LlamaCppError, match="neither an embedded model"):
         make_llm("llamacpp:qwen-7b")
+
+
+def test_an_english_only_embedded_model_is_refused_for_russian_before_any_work() -> None:
+    from factory.llm.registry import require_language
+
+    with pytest.raises(LLMSpecError, match=r"reads en only.*--llm openai:.*fake:factory"):
+        require_language("llamacpp:smollm2-135m", "ru")
+    require_language("llamacpp:smollm2-135m", "en")
+    require_language("openai:http://127.0.0.1:8000/v1#qwen3-8b", "ru")  # servers are taken at their word
+    require_language("fake:factory", "ru")
+
+
+def test_build_benchmark_refuses_russian_with_the_embedded_model(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from factory.cli import app
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "Текст."}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["build-benchmark", "--lang", "ru", "--corpus", str(corpus), "--n", "1",
+                                      "--llm", "llamacpp:smollm2-135m", "--out", str(tmp_path / "out")])
+    assert result.exit_code != 0
+    assert "reads en only" in (result.output + str(result.exception))
+    assert not (tmp_path / "out").exists()  # nothing was started

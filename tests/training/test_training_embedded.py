@@ -14,6 +14,7 @@ from trainkit import EN_TASKS, put_chunks, put_tasks
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("embedded_runtime")
 def test_embedded_teacher_samples_replay_and_mask(store, tmp_path):
     pytest.importorskip("llama_cpp")
     put_chunks(store)

@@ -26,7 +26,7 @@ from factory.validate.solvability import SolvabilityValidator
 from conftest import make_context
 from planted_drafts import chunk_texts
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a tiny model, but CPU-bound on a shared machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.usefixtures("embedded_runtime")]  # a tiny model, but CPU-bound on a shared machine
 CASES = int(os.environ.get("FACTORY_EMBEDDED_CASES", "2"))
 
 WORLD = [
