@@ -35,7 +35,7 @@ from factory.card import CardData, write_card
 from factory.errors import FactoryError
 from factory.trec import trec_id
 from factory.settings import Settings
-from factory.store import Store
+from factory.store import Store, json_value
 
 BATCH_ROWS = 20_000
 CORPUS_NOTICE_PREFIXES = ("license", "licence", "copying", "notice", "attribution", "readme")
@@ -61,15 +61,6 @@ class ExportSummary(BaseModel):
     documents: int
     qrels: int
     files: list[str] = Field(default_factory=list)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -108,7 +99,7 @@ def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict
             "attempts": int(row.get("attempts") or 0),
             "validators": list(row.get("validators") or []),
             "skipped_validators": list(row.get("skipped_validators") or []),
-            "difficulty": _json_value(row.get("difficulty")) or {},
+            "difficulty": json_value(row.get("difficulty")) or {},
             "run_id": row.get("run_id") or run_id,
         }
         tasks.append(task)

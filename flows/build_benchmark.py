@@ -173,7 +173,7 @@ def build_benchmark(
     token_budget: int | None = None,
 ) -> dict[str, Any]:
     """Ingest, index, generate until N accepted (or a budget is spent), export."""
-    from factory.ingest import record_run
+    from factory.store.runs import record_run
 
     started = time.perf_counter()
     plan = resolve_build(lang, corpus, n, llm_spec, out, store, config, seed, profile, task_runner,

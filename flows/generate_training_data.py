@@ -97,7 +97,7 @@ def generate_training_data(
     export_out: str | None = None,
 ) -> dict[str, Any]:
     """Append one run's accepted tasks to the training set; its per-run budget bounds it."""
-    from factory.ingest import record_run
+    from factory.store.runs import record_run
 
     started = time.perf_counter()
     run = resolve_training_run(corpus, lang, store, llm_spec, training_set, max_attempts, token_budget, n, seed,

@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +32,7 @@ from factory.audit.checks import (
 )
 from factory.audit.inputs import AuditInput, AuditQuestion, load_audit_input
 from factory.audit.prepare import IndexInfo, load_into_store, open_audit_index
+from factory.clock import utc_now
 from factory.errors import FactoryError
 from factory.records import Draft, Verdict
 from factory.settings import Settings
@@ -151,10 +151,10 @@ def run_audit(
     """Audit the benchmark folder into ``out``; ``llm`` (an LLM or gateway) overrides ``llm_spec``."""
     from factory.audit.report import build_summary, write_outputs
     from factory.evaluate import detect_lang
-    from factory.ingest import record_run
+    from factory.store.runs import new_run_id, record_run
     from factory.store import Store
 
-    started = datetime.now(timezone.utc).replace(tzinfo=None)
+    started = utc_now()
     t0 = time.perf_counter()
     selected = list(validators or settings.audit.validators)
     unknown = [v for v in selected if v not in ALL_VALIDATORS]
@@ -169,7 +169,7 @@ def run_audit(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     store = Store(out / "store")
-    audit_id = f"audit-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    audit_id = new_run_id("audit")
     record_run(store, audit_id, "audit", settings)
     load_into_store(data, store, lang, audit_id)
     index, index_info = open_audit_index(data, store, out, lang, settings, dense)
@@ -262,6 +262,6 @@ def _write_rows(store: Any, audit_id: str, lang: str, items: list[QuestionAudit]
             "audit_id": audit_id, "benchmark": benchmark, "lang": lang, "llm": summary.get("llm") or "",
             "validators": order, "questions": len(items), "flagged": summary["overall"]["flagged"],
             "summary": json.loads(json.dumps(summary, default=str)), "started_at": started,
-            "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "finished_at": utc_now(),
         }])
         writer.flush("audit_runs")

@@ -38,7 +38,8 @@ from factory.index.analysis import LANGS, Analyzer
 from factory.index.base import SearchIndexError, Searcher
 from factory.index.bm25 import BM25Searcher, Bm25sScorer, RankBm25Scorer
 from factory.index.dense import DenseSearcher, encode_to_file, load_vectors
-from factory.index.encoders import file_sha256, load_encoder, resolve_model_name
+from factory.files import file_sha256
+from factory.index.encoders import load_encoder, resolve_model_name
 from factory.index.hybrid import HybridSearcher
 from factory.settings import IndexSettings, Settings
 

@@ -22,7 +22,6 @@ holds a database file while it works:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -31,16 +30,17 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from factory.clock import utc_now
 from factory.errors import FactoryError
+from factory.files import file_lock, replace_atomically
 from factory.store.schema import TableSpec, latest_version, migrations, table_specs
 
 MIGRATIONS_TABLE = "_migrations"
@@ -54,18 +54,14 @@ class StoreError(FactoryError):
     pass
 
 
-def _now() -> datetime:
-    # naive UTC: DuckDB returns TIMESTAMP without needing pytz
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _fsync_rename(tmp: Path, final: Path) -> None:
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
+def json_value(value: Any) -> Any:
+    """A JSON column as read back (DuckDB hands JSON over as text): parsed, or as it was."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
 
 
 class Store:
@@ -89,14 +85,8 @@ class Store:
     def catalog_path(self) -> Path:
         return self.root / "catalog.duckdb"
 
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        with open(self.root / ".lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.root / ".lock")
 
     # ------------------------------------------------------------ migrations
     def applied_migrations(self) -> list[int]:
@@ -129,15 +119,15 @@ class Store:
                 folder.mkdir(parents=True, exist_ok=True)
                 tmp = self.root / "tmp" / f"_schema-{spec.name}-{uuid.uuid4().hex}.parquet"
                 pq.write_table(spec.arrow.empty_table(), tmp)
-                _fsync_rename(tmp, folder / f"_schema-{known:03d}.parquet")
+                replace_atomically(tmp, folder / f"_schema-{known:03d}.parquet")
             rows = [
-                {"number": m.number, "name": m.name, "checksum": m.checksum, "applied_at": _now()} for m in missing
+                {"number": m.number, "name": m.name, "checksum": m.checksum, "applied_at": utc_now()} for m in missing
             ]
             folder = self.table_dir(MIGRATIONS_TABLE)
             folder.mkdir(parents=True, exist_ok=True)
             tmp = self.root / "tmp" / f"_migrations-{uuid.uuid4().hex}.parquet"
             pq.write_table(pa.Table.from_pylist(rows, schema=_MIGRATIONS_SCHEMA), tmp)
-            _fsync_rename(tmp, folder / f"{known:03d}-{uuid.uuid4().hex[:8]}.parquet")
+            replace_atomically(tmp, folder / f"{known:03d}-{uuid.uuid4().hex[:8]}.parquet")
         self.refresh_catalog(quiet=True)
         return [m.number for m in missing]
 
@@ -254,7 +244,7 @@ class Store:
             merged = pq.read_table([str(p) for p in inputs], schema=spec.arrow)
             tmp = self.root / "tmp" / f"compact-{table}-{uuid.uuid4().hex}.parquet"
             pq.write_table(merged, tmp)
-            _fsync_rename(tmp, self.table_dir(table) / f"compact-{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}.parquet")
+            replace_atomically(tmp, self.table_dir(table) / f"compact-{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}.parquet")
             for path in inputs:
                 path.unlink(missing_ok=True)
             return len(inputs)
@@ -292,7 +282,7 @@ class SegmentWriter:
         spec = self._specs.get(table)
         if spec is None:
             raise StoreError(f"unknown table {table!r}; known: {', '.join(sorted(self._specs))}")
-        now = _now()
+        now = utc_now()
         count = 0
         with self._lock:
             buffer = self._buffers[table]
@@ -337,7 +327,7 @@ class SegmentWriter:
         pq.write_table(data, tmp)
         folder = self.store.table_dir(table)
         folder.mkdir(parents=True, exist_ok=True)
-        _fsync_rename(tmp, folder / name)
+        replace_atomically(tmp, folder / name)
         self._buffers[table] = []
 
     def close(self) -> None:

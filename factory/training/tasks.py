@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.errors import FactoryError
+from factory.store import json_value
 
 
 class TrainingError(FactoryError):
@@ -51,15 +52,6 @@ class BenchmarkTask(_Model):
     source: str = "folder"  # folder | build_run
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def load_tasks(store: Any, langs: Iterable[str] | None = None) -> list[TrainingTask]:
     """Every accepted task in the store (one row per task id), ordered by id."""
     rows = store.query(
@@ -71,7 +63,7 @@ def load_tasks(store: Any, langs: Iterable[str] | None = None) -> list[TrainingT
     for row in rows:
         if wanted is not None and row["lang"] not in wanted:
             continue
-        difficulty = _json(row.get("difficulty"))
+        difficulty = json_value(row.get("difficulty"))
         tasks.append(TrainingTask(
             task_id=row["task_id"],
             lang=row.get("lang") or "en",

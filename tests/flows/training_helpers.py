@@ -51,7 +51,7 @@ def run_training(store: Path, *, training_set: str, run_id: str | None = None, s
 
     ``stream``: force the run's stream seed (two runs with the same one compose the same tasks).
     """
-    from factory.ingest import record_run
+    from factory.store.runs import record_run
     from factory.ordered import run_in_order
     from factory.training_set import TRAINING_COMMAND
     from factory.worker import close_contexts, run_job
