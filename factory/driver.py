@@ -18,7 +18,7 @@ from factory.ordered import Job
 from factory.records import Cell
 from factory.settings import Settings
 from factory.training_set import TaskScope, utc_now
-from factory.validate.duplicates import TaskDeduper
+from factory.task_similarity import TaskDeduper
 
 # rows another run wrote shortly before our last look may carry an earlier _written_at
 # (it is set when a row is buffered, not when its segment lands): look back this far

@@ -1,7 +1,7 @@
-"""The benchmark folder: everything needed to evaluate a retriever on a build's tasks.
+"""Exporting a build: everything needed to evaluate a retriever on its tasks, in one folder.
 
-Layout (BEIR-style where BEIR has a convention, so BEIR's loader and
-``datasets.load_dataset("json", ...)`` read it as is)::
+The folder's files are written by ``factory.benchmark_folder`` (which also reads them
+for eval, audit and training), plus what only an export has::
 
     tasks.jsonl / tasks.parquet   accepted tasks with support, cell, difficulty, revisions
     corpus.jsonl                  {"_id", "title", "text", "doc_id"}: every chunk the index holds
@@ -27,23 +27,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from factory.benchmark_folder import corpus_line, write_tasks
 from factory.card import CardData, write_card
 from factory.errors import FactoryError
-from factory.trec import trec_id
 from factory.settings import Settings
 from factory.store import Store, json_value
 
 BATCH_ROWS = 20_000
 CORPUS_NOTICE_PREFIXES = ("license", "licence", "copying", "notice", "attribution", "readme")
-TASK_COLUMNS = [
-    "task_id", "question", "answer", "answer_aliases", "support_chunk_ids", "support_doc_ids", "answer_chunk_id",
-    "bridge_entities", "cell", "mechanic", "form", "answer_type", "lang", "revisions", "prunes", "attempts",
-    "validators", "skipped_validators", "difficulty", "run_id",
-]
 
 
 class ExportError(FactoryError):
@@ -106,48 +100,6 @@ def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict
     return tasks
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_tasks(out: Path, tasks: list[dict[str, Any]]) -> int:
-    _write_jsonl(out / "tasks.jsonl", tasks)
-    # Parquet wants one type per column: difficulty figures vary by validator, so JSON text
-    flat = [{**t, "difficulty": json.dumps(t["difficulty"], ensure_ascii=False, sort_keys=True)} for t in tasks]
-    schema = pa.schema(
-        [
-            (name, pa.list_(pa.string()) if name in {
-                "answer_aliases", "support_chunk_ids", "support_doc_ids", "bridge_entities", "validators",
-                "skipped_validators",
-            } else pa.int32() if name in {"revisions", "prunes", "attempts"} else pa.string())
-            for name in TASK_COLUMNS
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(flat, schema=schema), out / "tasks.parquet")
-    queries = [
-        {
-            "_id": t["task_id"],
-            "text": t["question"],
-            "answer": t["answer"],
-            "answers": [t["answer"], *t["answer_aliases"]],
-            "mechanic": t["mechanic"],
-            "cell": t["cell"],
-        }
-        for t in tasks
-    ]
-    _write_jsonl(out / "queries.jsonl", queries)
-    pairs = [(t["task_id"], cid) for t in tasks for cid in dict.fromkeys(t["support_chunk_ids"])]
-    (out / "qrels").mkdir(exist_ok=True)
-    with (out / "qrels" / "test.tsv").open("w", encoding="utf-8") as handle:
-        handle.write("query-id\tcorpus-id\tscore\n")
-        handle.writelines(f"{q}\t{c}\t1\n" for q, c in pairs)
-    with (out / "qrels.trec").open("w", encoding="utf-8") as handle:
-        handle.writelines(f"{trec_id(q)} 0 {trec_id(c)} 1\n" for q, c in pairs)  # ids with spaces encoded
-    return len(pairs)
-
-
 def write_corpus(store: Store, out: Path, lang: str) -> tuple[int, int]:
     """Stream every chunk of ``lang`` to corpus.jsonl and chunks.parquet; returns (chunks, documents)."""
     sql = (
@@ -166,9 +118,7 @@ def write_corpus(store: Store, out: Path, lang: str) -> tuple[int, int]:
                     writer = pq.ParquetWriter(out / "chunks.parquet", batch.schema)
                 writer.write_batch(batch)
                 for row in batch.to_pylist():
-                    record = {"_id": row["chunk_id"], "title": row["title"] or "", "text": row["text"] or "",
-                              "doc_id": row["doc_id"]}
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    handle.write(corpus_line(row["chunk_id"], row["title"], row["text"], row["doc_id"]))
                     docs.add(row["doc_id"])
                     chunks += 1
     finally:

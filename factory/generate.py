@@ -31,7 +31,7 @@ from typing import Any, Callable
 from factory.records import Cell, Draft, Subgraph, Verdict
 from factory.settings import Settings
 from factory.validate.base import StoreChunks, ValidationContext, store_entity_names
-from factory.validate.duplicates import TaskDeduper
+from factory.task_similarity import TaskDeduper
 from factory.validate.gauntlet import GauntletResult, build_validators, run_gauntlet
 
 class Metered:
@@ -298,7 +298,7 @@ def generate_candidate(candidate_index: int, ctx: GenerationContext, *, cell: Ce
 
 def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None, *, cell: Cell | None = None,
                    avoid: Any = (), defer: bool = False) -> CandidateOutcome:
-    from factory.compose.common import ComposeError
+    from factory.compose.facts import ComposeError
     from factory.compose.composer import compose
     from factory.compose.facts import build_fact_sheet, load_chunk_texts
     from factory.compose.run import selector_params

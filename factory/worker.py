@@ -64,7 +64,7 @@ def _build(spec: WorkerSpec) -> tuple[Any, Any]:
     from factory.settings import Settings
     from factory.store import Store
     from factory.training_set import TaskScope
-    from factory.validate.duplicates import TaskDeduper
+    from factory.task_similarity import TaskDeduper
 
     settings = Settings(**json.loads(spec.settings_json))
     store = Store(spec.store)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from factory.compose.common import ComposeError
+from factory.compose.facts import ComposeError
 from factory.compose.composer import compose
 from factory.compose.facts import build_fact_sheet, load_chunk_texts
 from factory.graph.select import NoSubgraph, SelectorParams, select_subgraph

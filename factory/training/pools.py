@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from factory.settings import TrainingSettings
 from factory.store import json_value
-from factory.training.similarity import SimilarityIndex, support_key
+from factory.task_similarity import SimilarityIndex, support_key
 from factory.training.tasks import BenchmarkTask, TrainingTask
 
 POOLS = ("sft", "rl")
