@@ -35,6 +35,7 @@ from factory.card import CardData, write_card
 from factory.errors import FactoryError
 from factory.settings import Settings
 from factory.store import Store, json_value
+from factory.store.funnel import candidate_outcomes, validator_funnel
 
 BATCH_ROWS = 20_000
 CORPUS_NOTICE_PREFIXES = ("license", "licence", "copying", "notice", "attribution", "readme")
@@ -181,26 +182,7 @@ def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tup
 
 
 def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> dict[str, Any]:
-    funnel = store.query(
-        "SELECT validator, min(step) AS step, count(*) FILTER (WHERE NOT skipped) AS seen, "
-        "count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected, count(*) FILTER (WHERE skipped) AS skipped, "
-        "avg(elapsed_s) FILTER (WHERE NOT skipped) AS mean_s FROM verdicts WHERE run_id = ? "
-        "GROUP BY validator ORDER BY step, validator",
-        [run_id],
-    )
-    # validators no draft reached still get their row: the funnel shows where drafts stopped
-    present = {r["validator"] for r in funnel}
-    for step, name in enumerate(order or []):
-        if name not in present:
-            funnel.append({"validator": name, "step": step, "seen": 0, "rejected": 0, "skipped": 0, "mean_s": None})
-    funnel.sort(key=lambda r: (r["step"], r["validator"]))
-    status = {r["status"]: r["n"] for r in store.query(
-        "SELECT status, count(*) AS n FROM candidates WHERE run_id = ? GROUP BY status", [run_id]
-    )}
-    rejected_by = {r["k"]: r["n"] for r in store.query(
-        "SELECT coalesce(validator, stage, 'unknown') AS k, count(*) AS n FROM candidates "
-        "WHERE run_id = ? AND status = 'rejected' GROUP BY k", [run_id]
-    )}
+    outcomes = candidate_outcomes(store, run_id)
     cells = {r["cell"]: r["n"] for r in store.query(
         "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND cell IS NOT NULL GROUP BY cell", [run_id]
     )}
@@ -210,7 +192,6 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
         "ORDER BY backend, model",
         [run_id],
     )
-    started = sum(status.values())
     notes = []
     for row in store.query(
         "SELECT validator, count(*) AS n, mode(coalesce(nullif(feedback, ''), reason)) AS why FROM verdicts "
@@ -220,14 +201,14 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
                      "a skipped validator never counts as passed")
     return {
         "notes": notes,
-        "funnel": funnel,
+        "funnel": validator_funnel(store, run_id, order),
         "candidates": {
-            "started": started,
-            "accepted": status.get("accepted", 0),
-            "rejected": status.get("rejected", 0),
-            "in_flight": status.get("started", 0),
+            "started": outcomes["accepted"] + outcomes["rejected"] + outcomes["running"],
+            "accepted": outcomes["accepted"],
+            "rejected": outcomes["rejected"],
+            "in_flight": outcomes["running"],
         },
-        "rejected_by": rejected_by,
+        "rejected_by": outcomes["rejected_by"],
         "attempted_cells": cells,
         "llm_models": [f"{r['backend']}:{r['model']}" for r in llm],
         "llm_calls": sum(r["calls"] for r in llm),
@@ -236,11 +217,12 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
     }
 
 
-def _taxonomy_axes(lang: str) -> tuple[list[str], list[str]]:
+def _taxonomy_axes(lang: str, taxonomy_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """The card's coverage axes: the mechanics and answer types the run's taxonomy offers in ``lang``."""
     try:
         from factory.taxonomy import load_taxonomy
 
-        taxonomy = load_taxonomy()
+        taxonomy = load_taxonomy(taxonomy_dir)
     except (ImportError, FactoryError):
         return [], []
     return (
@@ -286,7 +268,7 @@ def export_benchmark(
     )
     licence, attribution, notices = write_license(out, settings, corpus_path)
     figures = _run_figures(store, run_id, list(settings.validation.order))
-    mechanics, answer_types = _taxonomy_axes(lang)
+    mechanics, answer_types = _taxonomy_axes(lang, settings.compose.taxonomy_dir)
     files = ["tasks.jsonl", "tasks.parquet", "corpus.jsonl", "chunks.parquet", "queries.jsonl", "qrels/test.tsv",
              "qrels.trec", "index/", "settings.json", "card.md", "card.html", "plots/", "LICENSE", *notices]
     card = CardData(
