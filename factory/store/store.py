@@ -48,6 +48,7 @@ _MIGRATIONS_SCHEMA = pa.schema(
     [("number", pa.int32()), ("name", pa.string()), ("checksum", pa.string()), ("applied_at", pa.timestamp("us"))]
 )
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+RETRIES = 5  # reads that met a segment a compaction removed meanwhile
 
 
 class StoreError(FactoryError):
@@ -167,11 +168,24 @@ class Store:
         return statements
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with views over the segments. Holds no file lock."""
-        con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
-        for statement in self.view_sql():
-            con.execute(statement)
-        return con
+        """An in-memory DuckDB with views over the segments. Holds no file lock.
+
+        Creating a view reads the schema of every segment it globs, and a compaction
+        (another process's, say) can delete one in between: creating them is retried.
+        """
+        statements = self.view_sql()
+        for attempt in range(RETRIES):
+            con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+            try:
+                for statement in statements:
+                    con.execute(statement)
+                return con
+            except duckdb.IOException:
+                con.close()
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a parameterised query over the views; returns rows as dicts.
@@ -179,15 +193,15 @@ class Store:
         A compaction can delete a segment between DuckDB's glob and its read; the
         query is then simply retried (the merged segment holds the same rows).
         """
-        for attempt in range(5):
+        for attempt in range(RETRIES):
             con = None
             try:
-                con = self.connect()  # creating the views globs the segments too: inside the retry
+                con = self.connect()
                 cursor = con.execute(sql, params or [])
                 names = [d[0] for d in cursor.description] if cursor.description else []
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
             except duckdb.IOException:
-                if attempt == 4:
+                if attempt == RETRIES - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             finally:
