@@ -104,7 +104,7 @@ class Settler:
             if settled.unsupported is not None:
                 self.sampler.mark_unsupported(Cell.parse(settled.cell), settled.unsupported)
         self._applied_upto = max(self._applied_upto, settled_upto)
-        for before in range(self._drawn_upto, index):  # finished by an earlier try, or failed
+        for before in range(self._drawn_upto, index):  # finished by an earlier try: not drawn again
             if before in self.cells:
                 self._count_drawn(self.cells[before])
         if index in self.cut_short:
