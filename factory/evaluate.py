@@ -10,10 +10,10 @@
 * **Run files** list each query's final set in the unit, score descending then id
   ascending, so any TREC evaluator (ir-measures, trec_eval) reproduces Recall@k.
 
-The folder is BEIR-style: ``corpus.jsonl`` (``_id``, ``title``, ``text``, optional
-``doc_id``), ``queries.jsonl`` (``_id``, ``text``, optional ``mechanic``),
-``qrels/test.tsv`` (query-id, corpus-id, score, with a header line) and optionally
-the fixed index it was validated against in ``index/``.
+The folder is BEIR-style (``factory.benchmark_folder`` reads it): ``corpus.jsonl``
+(``_id``, ``title``, ``text``, optional ``doc_id``), ``queries.jsonl`` (``_id``,
+``text``, optional ``mechanic``), the judgements (``qrels/test.tsv`` or another split)
+and optionally the fixed index it was validated against in ``index/``.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from typing import Any, Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from factory.errors import FactoryError
-from factory.trec import trec_id
+from factory.benchmark_folder import (
+    BenchmarkFolderError, find_qrels, read_corpus, read_qrels, read_queries, record_field, trec_id,
+)
 
 Unit = Literal["chunk", "doc"]
 RETRIEVERS = ("bm25", "dense", "hybrid", "agent")
 
 
-class BenchmarkError(FactoryError):
-    pass
+BenchmarkError = BenchmarkFolderError  # a bad folder, or a bad request about one
 
 
 @dataclass
@@ -71,55 +71,18 @@ class Benchmark:
         return {self.unit_of(c, unit) for c, rel in self.qrels.get(qid, {}).items() if rel > 0}
 
 
-def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise BenchmarkError(f"{path}: not found (a benchmark folder has corpus.jsonl, queries.jsonl, qrels/test.tsv)")
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BenchmarkError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(record, dict) or "_id" not in record:
-                raise BenchmarkError(f"{path}:{number}: a record needs an _id")
-            yield number, record
-
-
-def load_benchmark(root: str | Path) -> Benchmark:
+def load_benchmark(root: str | Path, split: str | None = None) -> Benchmark:
     root = Path(root)
     if not root.is_dir():
         raise BenchmarkError(f"{root}: no benchmark folder here")
-    doc_of = {}
-    for _, record in _jsonl(root / "corpus.jsonl"):
-        doc = record.get("doc_id") or (record.get("metadata") or {}).get("doc_id")
-        if doc:
-            doc_of[str(record["_id"])] = str(doc)
+    doc_of = {p.chunk_id: p.doc_id for p in read_corpus(root / "corpus.jsonl") if p.doc_id}
     queries = []
-    for number, record in _jsonl(root / "queries.jsonl"):
-        if not isinstance(record.get("text"), str) or not record["text"].strip():
-            raise BenchmarkError(f"{root / 'queries.jsonl'}:{number}: query {record['_id']!r} has no text")
-        mechanic = record.get("mechanic") or (record.get("metadata") or {}).get("mechanic") or ""
-        queries.append(Query(str(record["_id"]), record["text"], str(mechanic)))
-    qrels_path = root / "qrels" / "test.tsv"
-    if not qrels_path.is_file():  # BEIR folders vary: qrels.tsv, or a single qrels/SPLIT.tsv
-        found = [p for p in [root / "qrels.tsv", *sorted((root / "qrels").glob("*.tsv"))] if p.is_file()]
-        if len(found) != 1:
-            several = f"; several other judgement files: {', '.join(p.name for p in found)}" if found else ""
-            raise BenchmarkError(f"{qrels_path}: not found{several}")
-        qrels_path = found[0]
-    qrels: dict[str, dict[str, int]] = {}
-    with open(qrels_path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            parts = line.rstrip("\n").split("\t")
-            if number == 1 and not parts[-1].lstrip("-").isdigit():
-                continue  # the header line
-            if not line.strip():
-                continue
-            if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
-                raise BenchmarkError(f"{qrels_path}:{number}: expected query-id<TAB>corpus-id<TAB>score")
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    for q in read_queries(root / "queries.jsonl"):
+        if not q.text.strip():
+            raise BenchmarkError(f"{q.where}: query {q.qid!r} has no text")
+        queries.append(Query(q.qid, q.text, str(record_field(q.record, "mechanic") or "")))
+    qrels_path = find_qrels(root, split)
+    qrels = read_qrels(qrels_path)
     known = {q.qid for q in queries}
     stray = sorted(set(qrels) - known)
     if stray:
@@ -302,10 +265,7 @@ def open_benchmark_index(bench: Benchmark, settings: Any = None, *, scratch: Pat
                 return index
         except SearchIndexError:
             pass
-    chunks = [
-        {"chunk_id": str(r["_id"]), "title": r.get("title") or "", "text": r["text"]}
-        for _, r in _jsonl(bench.corpus_path)
-    ]
+    chunks = [{"chunk_id": p.chunk_id, "title": p.title, "text": p.text} for p in read_corpus(bench.corpus_path)]
     lang = detect_lang(c["text"] for c in chunks[:200])
     build_index_from_chunks(chunks, target, lang, settings, dense, progress=False)
     return open_index(target, corpus_path=bench.corpus_path, settings=settings)

@@ -1,7 +1,7 @@
-"""The benchmark folder: everything needed to evaluate a retriever on a build's tasks.
+"""Exporting a build: everything needed to evaluate a retriever on its tasks, in one folder.
 
-Layout (BEIR-style where BEIR has a convention, so BEIR's loader and
-``datasets.load_dataset("json", ...)`` read it as is)::
+The folder's files are written by ``factory.benchmark_folder`` (which also reads them
+for eval, audit and training), plus what only an export has::
 
     tasks.jsonl / tasks.parquet   accepted tasks with support, cell, difficulty, revisions
     corpus.jsonl                  {"_id", "title", "text", "doc_id"}: every chunk the index holds
@@ -27,23 +27,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from factory.benchmark_folder import corpus_line, write_tasks
 from factory.card import CardData, write_card
 from factory.errors import FactoryError
-from factory.trec import trec_id
 from factory.settings import Settings
-from factory.store import Store
+from factory.store import Store, json_value
+from factory.store.funnel import candidate_outcomes, validator_funnel
 
 BATCH_ROWS = 20_000
 CORPUS_NOTICE_PREFIXES = ("license", "licence", "copying", "notice", "attribution", "readme")
-TASK_COLUMNS = [
-    "task_id", "question", "answer", "answer_aliases", "support_chunk_ids", "support_doc_ids", "answer_chunk_id",
-    "bridge_entities", "cell", "mechanic", "form", "answer_type", "lang", "revisions", "prunes", "attempts",
-    "validators", "skipped_validators", "difficulty", "run_id",
-]
 
 
 class ExportError(FactoryError):
@@ -61,15 +56,6 @@ class ExportSummary(BaseModel):
     documents: int
     qrels: int
     files: list[str] = Field(default_factory=list)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -108,53 +94,11 @@ def load_tasks(store: Store, run_id: str, limit: int | None = None) -> list[dict
             "attempts": int(row.get("attempts") or 0),
             "validators": list(row.get("validators") or []),
             "skipped_validators": list(row.get("skipped_validators") or []),
-            "difficulty": _json_value(row.get("difficulty")) or {},
+            "difficulty": json_value(row.get("difficulty")) or {},
             "run_id": row.get("run_id") or run_id,
         }
         tasks.append(task)
     return tasks
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_tasks(out: Path, tasks: list[dict[str, Any]]) -> int:
-    _write_jsonl(out / "tasks.jsonl", tasks)
-    # Parquet wants one type per column: difficulty figures vary by validator, so JSON text
-    flat = [{**t, "difficulty": json.dumps(t["difficulty"], ensure_ascii=False, sort_keys=True)} for t in tasks]
-    schema = pa.schema(
-        [
-            (name, pa.list_(pa.string()) if name in {
-                "answer_aliases", "support_chunk_ids", "support_doc_ids", "bridge_entities", "validators",
-                "skipped_validators",
-            } else pa.int32() if name in {"revisions", "prunes", "attempts"} else pa.string())
-            for name in TASK_COLUMNS
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(flat, schema=schema), out / "tasks.parquet")
-    queries = [
-        {
-            "_id": t["task_id"],
-            "text": t["question"],
-            "answer": t["answer"],
-            "answers": [t["answer"], *t["answer_aliases"]],
-            "mechanic": t["mechanic"],
-            "cell": t["cell"],
-        }
-        for t in tasks
-    ]
-    _write_jsonl(out / "queries.jsonl", queries)
-    pairs = [(t["task_id"], cid) for t in tasks for cid in dict.fromkeys(t["support_chunk_ids"])]
-    (out / "qrels").mkdir(exist_ok=True)
-    with (out / "qrels" / "test.tsv").open("w", encoding="utf-8") as handle:
-        handle.write("query-id\tcorpus-id\tscore\n")
-        handle.writelines(f"{q}\t{c}\t1\n" for q, c in pairs)
-    with (out / "qrels.trec").open("w", encoding="utf-8") as handle:
-        handle.writelines(f"{trec_id(q)} 0 {trec_id(c)} 1\n" for q, c in pairs)  # ids with spaces encoded
-    return len(pairs)
 
 
 def write_corpus(store: Store, out: Path, lang: str) -> tuple[int, int]:
@@ -175,9 +119,7 @@ def write_corpus(store: Store, out: Path, lang: str) -> tuple[int, int]:
                     writer = pq.ParquetWriter(out / "chunks.parquet", batch.schema)
                 writer.write_batch(batch)
                 for row in batch.to_pylist():
-                    record = {"_id": row["chunk_id"], "title": row["title"] or "", "text": row["text"] or "",
-                              "doc_id": row["doc_id"]}
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    handle.write(corpus_line(row["chunk_id"], row["title"], row["text"], row["doc_id"]))
                     docs.add(row["doc_id"])
                     chunks += 1
     finally:
@@ -240,26 +182,7 @@ def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tup
 
 
 def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> dict[str, Any]:
-    funnel = store.query(
-        "SELECT validator, min(step) AS step, count(*) FILTER (WHERE NOT skipped) AS seen, "
-        "count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected, count(*) FILTER (WHERE skipped) AS skipped, "
-        "avg(elapsed_s) FILTER (WHERE NOT skipped) AS mean_s FROM verdicts WHERE run_id = ? "
-        "GROUP BY validator ORDER BY step, validator",
-        [run_id],
-    )
-    # validators no draft reached still get their row: the funnel shows where drafts stopped
-    present = {r["validator"] for r in funnel}
-    for step, name in enumerate(order or []):
-        if name not in present:
-            funnel.append({"validator": name, "step": step, "seen": 0, "rejected": 0, "skipped": 0, "mean_s": None})
-    funnel.sort(key=lambda r: (r["step"], r["validator"]))
-    status = {r["status"]: r["n"] for r in store.query(
-        "SELECT status, count(*) AS n FROM candidates WHERE run_id = ? GROUP BY status", [run_id]
-    )}
-    rejected_by = {r["k"]: r["n"] for r in store.query(
-        "SELECT coalesce(validator, stage, 'unknown') AS k, count(*) AS n FROM candidates "
-        "WHERE run_id = ? AND status = 'rejected' GROUP BY k", [run_id]
-    )}
+    outcomes = candidate_outcomes(store, run_id)
     cells = {r["cell"]: r["n"] for r in store.query(
         "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND cell IS NOT NULL GROUP BY cell", [run_id]
     )}
@@ -269,7 +192,6 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
         "ORDER BY backend, model",
         [run_id],
     )
-    started = sum(status.values())
     notes = []
     for row in store.query(
         "SELECT validator, count(*) AS n, mode(coalesce(nullif(feedback, ''), reason)) AS why FROM verdicts "
@@ -279,14 +201,14 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
                      "a skipped validator never counts as passed")
     return {
         "notes": notes,
-        "funnel": funnel,
+        "funnel": validator_funnel(store, run_id, order),
         "candidates": {
-            "started": started,
-            "accepted": status.get("accepted", 0),
-            "rejected": status.get("rejected", 0),
-            "in_flight": status.get("started", 0),
+            "started": outcomes["accepted"] + outcomes["rejected"] + outcomes["running"],
+            "accepted": outcomes["accepted"],
+            "rejected": outcomes["rejected"],
+            "in_flight": outcomes["running"],
         },
-        "rejected_by": rejected_by,
+        "rejected_by": outcomes["rejected_by"],
         "attempted_cells": cells,
         "llm_models": [f"{r['backend']}:{r['model']}" for r in llm],
         "llm_calls": sum(r["calls"] for r in llm),
@@ -295,11 +217,12 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
     }
 
 
-def _taxonomy_axes(lang: str) -> tuple[list[str], list[str]]:
+def _taxonomy_axes(lang: str, taxonomy_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """The card's coverage axes: the mechanics and answer types the run's taxonomy offers in ``lang``."""
     try:
         from factory.taxonomy import load_taxonomy
 
-        taxonomy = load_taxonomy()
+        taxonomy = load_taxonomy(taxonomy_dir)
     except (ImportError, FactoryError):
         return [], []
     return (
@@ -345,7 +268,7 @@ def export_benchmark(
     )
     licence, attribution, notices = write_license(out, settings, corpus_path)
     figures = _run_figures(store, run_id, list(settings.validation.order))
-    mechanics, answer_types = _taxonomy_axes(lang)
+    mechanics, answer_types = _taxonomy_axes(lang, settings.compose.taxonomy_dir)
     files = ["tasks.jsonl", "tasks.parquet", "corpus.jsonl", "chunks.parquet", "queries.jsonl", "qrels/test.tsv",
              "qrels.trec", "index/", "settings.json", "card.md", "card.html", "plots/", "LICENSE", *notices]
     card = CardData(

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import time
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ from factory.errors import FactoryError
 from factory.records import Chunk, Document, Lang
 from factory.settings import Settings, load_settings
 from factory.store import Store
+from factory.store.runs import new_run_id, record_run
 
 FLUSH_SECONDS = 10.0
 _FLUSH_ORDER = ("chunks", "chunk_changes", "documents")
@@ -78,27 +76,6 @@ def document_hash(doc: Document, chunker_signature: str) -> str:
         [chunker_signature, doc.title, doc.text, doc.meta], ensure_ascii=False, sort_keys=True, default=str
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-
-def new_run_id(command: str) -> str:
-    return f"{command}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def record_run(store: Store, run_id: str, command: str, settings: Settings) -> None:
-    from factory import __version__
-
-    store.append(
-        "runs",
-        [{
-            "run_id": run_id,
-            "command": command,
-            "settings": settings.dump(),
-            "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
-            "host": socket.gethostname(),
-            "version": __version__,
-        }],
-        name=command,
-    )
 
 
 def ingest(

@@ -153,17 +153,36 @@ class Verdict(Record):
 
 
 class Task(Record):
-    """An accepted task."""
+    """An accepted task: one field per column of the store's ``tasks`` table, which it is written as."""
 
-    task_id: str
+    task_id: str = Field(description="its candidate's id, so a resumed run never doubles a task")
+    run_id: str
+    candidate_id: str
+    draft_id: str = Field(description="the draft that passed the gauntlet")
     lang: Lang
-    cell: Cell
+    cell: str = Field(description="MECHANIC/FORM/TYPE")
+    mechanic: str
+    form: str
+    answer_type: str
     question: str
     answer: str
     answer_aliases: list[str] = Field(default_factory=list)
     support_chunk_ids: list[str]
+    answer_chunk_id: str | None = None
     bridge_entities: list[str] = Field(default_factory=list)
     revisions: int = 0
-    validators: list[str] = Field(default_factory=list)
-    difficulty: dict[str, Any] = Field(default_factory=dict)
-    run_id: str = ""
+    validators: list[str] = Field(default_factory=list, description="validators that ran and passed")
+    skipped_validators: list[str] = Field(default_factory=list)
+    difficulty: dict[str, Any] = Field(default_factory=dict, description="validator figures: agent recall, ...")
+
+    @classmethod
+    def from_draft(cls, draft: Draft, *, run_id: str, revisions: int, validators: list[str],
+                   skipped_validators: list[str], difficulty: dict[str, Any]) -> "Task":
+        return cls(
+            task_id=draft.candidate_id, run_id=run_id, candidate_id=draft.candidate_id, draft_id=draft.draft_id,
+            lang=draft.lang, cell=draft.cell.key, mechanic=draft.cell.mechanic, form=draft.cell.form,
+            answer_type=draft.cell.answer_type, question=draft.question, answer=draft.answer,
+            answer_aliases=draft.answer_aliases, support_chunk_ids=draft.support_chunk_ids,
+            answer_chunk_id=draft.answer_chunk_id, bridge_entities=draft.bridge_entities, revisions=revisions,
+            validators=validators, skipped_validators=skipped_validators, difficulty=difficulty,
+        )

@@ -281,7 +281,7 @@ def load_taxonomy(path: Path | None = None) -> Taxonomy:
 
 
 def _check_selectors(taxonomy: Taxonomy, sources: dict[tuple[str, str], str]) -> None:
-    from factory.graph.select import SELECTORS  # lazy: the taxonomy is data, the graph uses it
+    from factory.graph.selectors.registry import SELECTORS  # lazy: only loading a taxonomy checks the names
 
     for name, mechanic in taxonomy.mechanics.items():
         if mechanic.selector not in SELECTORS:

@@ -3,8 +3,9 @@
     ingest (idempotent: an unchanged corpus writes nothing)
       -> the fixed index (reopened when it still matches the store, else rebuilt)
       -> candidates in flight on the task runner (threads or Dask), one task per
-         candidate, drawn and settled in order (flows/generation.py), until N tasks
-         are accepted or the attempt or token budget is spent
+         candidate, drawn and settled in order (flows/generation.py: the loop of
+         `factory generate`), until N tasks are accepted or the attempt or token
+         budget is spent
       -> export: the benchmark folder with its card
 
 Reruns are safe because of database keys, not Prefect caching: every task here has
@@ -28,11 +29,14 @@ from prefect import flow, task
 from prefect.utilities.annotations import quote
 
 from factory.errors import FactoryError
+from factory.generate import GenerationRun, RunLimits
 from factory.llm.registry import require_language
-from factory.ordered import Budget, LoopReport, RunState  # noqa: F401 - RunState: tests and callers import it here
+from factory.params import BuildParams
 from factory.settings import Settings, load_settings
 from factory.store import Store
-from flows.generation import TASK_OPTIONS, GenerationRun, check_task_runner, compact, prepare, run_generation_step
+from factory.store.funnel import candidate_outcomes
+from factory.store.runs import record_run
+from flows.generation import TASK_OPTIONS, check_task_runner, prepare, run_generation_step
 
 
 class BuildError(FactoryError):
@@ -51,20 +55,16 @@ class BuildPlan:
     store_path: Path
     index_dir: Path
     settings: Settings
-    n: int
-    max_attempts: int
-    token_budget: int | None
-    concurrency: int
+    limits: RunLimits
     task_runner: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)  # BuildParams as resolved, for build.json and the card
 
     def open_store(self) -> Store:
         return Store(self.store_path)
 
     @property
-    def budget(self) -> Budget:
-        return Budget(n=self.n, max_attempts=self.max_attempts, token_budget=self.token_budget,
-                      concurrency=self.concurrency, lookahead=self.settings.generate.lookahead)
+    def n(self) -> int:
+        return self.settings.build.n
 
 
 def run_id_for(lang: str, corpus: Path, llm_spec: str, seed: int, out: Path, profile: str) -> str:
@@ -83,66 +83,49 @@ def run_id_for(lang: str, corpus: Path, llm_spec: str, seed: int, out: Path, pro
     return f"build-{digest}"
 
 
-def resolve_build(
-    lang: str,
-    corpus: str | Path,
-    n: int | None,
-    llm_spec: str | None,
-    out: str | Path,
-    store: str | Path | None = None,
-    config: str | Path | None = None,
-    seed: int | None = None,
-    profile: str | None = None,
-    task_runner: str = "threads",
-    concurrency: int | None = None,
-    max_attempts: int | None = None,
-    token_budget: int | None = None,
-) -> BuildPlan:
+def resolve_build(params: BuildParams) -> BuildPlan:
     """Settings (file < environment < profile < flags) and the run's identity."""
-    if lang not in {"en", "ru"}:
-        raise BuildError(f"--lang must be en or ru, got {lang!r}")
-    check_task_runner(task_runner)
-    corpus, out = Path(corpus), Path(out)
+    if params.lang not in {"en", "ru"}:
+        raise BuildError(f"--lang must be en or ru, got {params.lang!r}")
+    check_task_runner(params.task_runner)
+    corpus, out = Path(params.corpus), Path(params.out)
     if not corpus.exists():
         raise BuildError(f"{corpus}: corpus not found")
     flags: dict[str, Any] = {
-        "lang": lang,
-        "seed": seed,
-        "llm.spec": llm_spec,
-        "build.n": n,
-        "build.profile": profile,
-        "build.max_attempts": max_attempts,
-        "build.token_budget": token_budget,
-        "generate.concurrency": concurrency,
+        "lang": params.lang,
+        "seed": params.seed,
+        "llm.spec": params.llm_spec,
+        "build.n": params.n,
+        "build.profile": params.profile,
+        "build.max_attempts": params.max_attempts,
+        "build.token_budget": params.token_budget,
+        "generate.concurrency": params.concurrency,
     }
-    config_path = Path(config) if config else None
+    config_path = Path(params.config) if params.config else None
     first = load_settings(config_path, **flags)
     overrides = first.build.overrides(first.build.profile)
     settings = load_settings(config_path, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
-    require_language(settings.llm.spec, lang)
-    store_path = Path(store) if store else out / "store"
+    require_language(settings.llm.spec, params.lang)
+    store_path = Path(params.store) if params.store else out / "store"
     build = settings.build
-    plan = BuildPlan(
-        run_id=run_id_for(lang, corpus, settings.llm.spec, settings.seed, out, build.profile),
-        lang=lang,
+    limits = RunLimits.from_settings(settings, n=build.n, max_attempts=build.max_attempts,
+                                     token_budget=build.token_budget)
+    return BuildPlan(
+        run_id=run_id_for(params.lang, corpus, settings.llm.spec, settings.seed, out, build.profile),
+        lang=params.lang,
         corpus=corpus,
         out=out,
         store_path=store_path,
-        index_dir=store_path / f"index-{lang}",
+        index_dir=store_path / f"index-{params.lang}",
         settings=settings,
-        n=build.n,
-        max_attempts=build.max_attempts or build.n * settings.generate.attempts_per_task,
-        token_budget=build.token_budget,
-        concurrency=settings.generate.concurrency,
-        task_runner=task_runner,
+        limits=limits,
+        task_runner=params.task_runner,
+        params=params.model_copy(update={
+            "n": limits.n, "llm_spec": settings.llm.spec, "store": str(store_path), "config": str(config_path)
+            if config_path else None, "seed": settings.seed, "profile": build.profile,
+            "concurrency": limits.concurrency, "max_attempts": limits.max_attempts, "token_budget": limits.token_budget,
+        }).model_dump(),
     )
-    plan.params = {
-        "lang": lang, "corpus": str(corpus), "n": plan.n, "llm_spec": settings.llm.spec, "out": str(out),
-        "store": str(store_path), "config": str(config_path) if config_path else None, "seed": settings.seed,
-        "profile": build.profile, "task_runner": task_runner, "concurrency": plan.concurrency,
-        "max_attempts": plan.max_attempts, "token_budget": plan.token_budget,
-    }
-    return plan
 
 
 # ----------------------------------------------------------------------- tasks
@@ -175,11 +158,9 @@ def build_benchmark(
     token_budget: int | None = None,
 ) -> dict[str, Any]:
     """Ingest, index, generate until N accepted (or a budget is spent), export."""
-    from factory.ingest import record_run
-
+    params = BuildParams(**locals())  # the signature is BuildParams' fields (tests/flows/test_params.py)
     started = time.perf_counter()
-    plan = resolve_build(lang, corpus, n, llm_spec, out, store, config, seed, profile, task_runner,
-                         concurrency, max_attempts, token_budget)
+    plan = resolve_build(params)
     plan.out.mkdir(parents=True, exist_ok=True)
     db = plan.open_store()
     record_run(db, plan.run_id, "build-benchmark", plan.settings)
@@ -189,7 +170,7 @@ def build_benchmark(
 
     prepare(str(plan.corpus), str(plan.store_path), str(plan.index_dir), plan.lang, plan.settings)
     run = GenerationRun(store=str(plan.store_path), index_dir=str(plan.index_dir), settings=plan.settings,
-                        lang=plan.lang, run_id=plan.run_id, seed=plan.settings.seed, budget=plan.budget)
+                        lang=plan.lang, run_id=plan.run_id, seed=plan.settings.seed, limits=plan.limits)
     report = run_generation_step(run, plan.task_runner)
     notes = []
     if report.failed:
@@ -197,14 +178,11 @@ def build_benchmark(
     if report.stopped_by != "target":
         notes.append(f"stopped before the target: {report.stopped_by.replace('_', ' ')} reached")
     summary = export(quote(plan), report.cached_calls, notes)
-    totals = dict((r["status"], r["n"]) for r in db.query(
-        "SELECT status, count(*) AS n FROM candidates WHERE run_id = ? GROUP BY status", [plan.run_id]
-    ))
-    finished = totals.get("accepted", 0) + totals.get("rejected", 0)
+    totals = candidate_outcomes(db, plan.run_id)
     return {
-        "accepted_total": totals.get("accepted", 0),
-        "rejected_total": totals.get("rejected", 0),
-        "acceptance": round(totals.get("accepted", 0) / finished, 4) if finished else None,
+        "accepted_total": totals["accepted"],
+        "rejected_total": totals["rejected"],
+        "acceptance": totals["acceptance_rate"] if totals["candidates"] else None,
         "run_id": plan.run_id,
         "out": str(plan.out),
         "accepted": summary["tasks"],
@@ -213,7 +191,7 @@ def build_benchmark(
         "rejected": report.rejected,
         "failed": report.failed,
         "stopped_by": report.stopped_by,
-        "tokens": report.tokens,
+        "tokens": report.tokens_total,
         "cached_calls": report.cached_calls,
         "wall_s": round(time.perf_counter() - started, 1),
     }

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.errors import FactoryError
+from factory.params import TrainingRunParams
 from factory.settings import load_settings
 
 FLOW_NAME = "generate-training-data"
@@ -30,34 +31,18 @@ class DeploymentError(FactoryError):
     pass
 
 
-def training_parameters(
-    corpus: str,
-    lang: str,
-    store: str,
-    llm_spec: str | None = None,
-    training_set: str | None = None,
-    max_attempts: int | None = None,
-    token_budget: int | None = None,
-    n: int | None = None,
-    seed: int | None = None,
-    config: str | None = None,
-    task_runner: str = "threads",
-    concurrency: int | None = None,
-    dask_address: str | None = None,
-    export_out: str | None = None,
-) -> dict[str, Any]:
-    """The flow's parameters, checked now (a bad value fails here, not at 3 a.m.), paths absolute."""
+def training_parameters(params: TrainingRunParams) -> dict[str, Any]:
+    """The flow's parameters, checked now (a bad value fails here, not at 3 a.m.), paths absolute.
+
+    A run id is not a deployment parameter: every scheduled run gets a new one.
+    """
     from flows.generate_training_data import resolve_training_run
 
-    resolve_training_run(corpus, lang, store, llm_spec, training_set, max_attempts, token_budget, n, seed, config,
-                         task_runner, concurrency, dask_address)
-    values = {
-        "corpus": str(Path(corpus).resolve()), "lang": lang, "store": str(Path(store).resolve()),
-        "llm_spec": llm_spec, "training_set": training_set, "max_attempts": max_attempts,
-        "token_budget": token_budget, "n": n, "seed": seed, "config": str(Path(config).resolve()) if config else None,
-        "task_runner": task_runner, "concurrency": concurrency, "dask_address": dask_address,
-        "export_out": str(Path(export_out).resolve()) if export_out else None,
-    }
+    params = params.model_copy(update={"run_id": None})
+    resolve_training_run(params)
+    absolute = {key: str(Path(value).resolve()) for key in ("corpus", "store", "config", "export_out")
+                if (value := getattr(params, key)) is not None}
+    values = params.model_copy(update=absolute).model_dump()
     return {key: value for key, value in values.items() if value is not None}
 
 

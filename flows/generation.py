@@ -3,9 +3,12 @@
     prepare (ingest, then the fixed index; under a store lock, so concurrent runs on one
              store do not build the same index twice)
       -> a driver in this process draws cells and settles candidates in order
-         (factory/ordered.py, factory/driver.py)
+         (factory/generate/scheduler.py, factory/generate/settle.py)
       -> one Prefect task per candidate on the task runner: threads here, or Dask
          workers (a local cluster, or a running one at ``dask.address``)
+
+The loop is the one ``factory generate`` runs (factory/generate/run.py); only where
+the candidates run differs.
 
 Reruns are safe because of database keys, not Prefect caching: every task here has
 caching and result persistence off.
@@ -13,7 +16,6 @@ caching and result persistence off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +24,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import Quote, quote
 
-from factory.driver import RunDriver
 from factory.errors import FactoryError
-from factory.ordered import Budget, Job, LoopReport, RunState, run_in_order
+from factory.files import file_lock
+from factory.generate import (
+    ContextSpec, GenerationRun, Job, RunReport, RunState, Settler, close_contexts, run_in_order, run_job, start_run,
+)
 from factory.settings import Settings
 from factory.store import Store
-from factory.training_set import TaskScope, file_lock
-from factory.worker import WorkerSpec, close_contexts, run_job
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 COMPACT_EVERY = 40  # settled candidates between compactions of the tables they write
@@ -104,7 +106,7 @@ def prepare(corpus: str, store: str, index_dir: str, lang: str, settings: Settin
 
 
 @task(name="candidate", task_run_name="candidate-{index}", **TASK_OPTIONS)
-def candidate(index: int, job: Job, worker: WorkerSpec) -> Any:
+def candidate(index: int, job: Job, worker: ContextSpec) -> Any:
     return run_job(_unquoted(job), _unquoted(worker))
 
 
@@ -116,31 +118,13 @@ def _unquoted(value: Any) -> Any:
     return value
 
 
-def submit_candidate(job: Job, worker: WorkerSpec) -> Any:
+def submit_candidate(job: Job, worker: ContextSpec) -> Any:
     # quoted: Prefect would otherwise look for earlier results inside the job (matching them by
     # object identity, a chunk id shared with an accepted task shows as a false dependency)
     return candidate.submit(job.index, quote(job), quote(worker))
 
 
 # ------------------------------------------------------------------ generation
-@dataclass
-class GenerationRun:
-    """A run's generation step: where, what counts, and how much."""
-
-    store: str
-    index_dir: str
-    settings: Settings
-    lang: str
-    run_id: str
-    seed: int  # the seed of the candidates' random streams
-    budget: Budget
-    training_set: str | None = None
-
-    @property
-    def scope(self) -> TaskScope:
-        return TaskScope(run_id=self.run_id, lang=self.lang, training_set=self.training_set)
-
-
 def compact(store: Store) -> None:
     """Merge the small segments candidates flush at every step, so readers stay fast
     (the live view, `factory rejected`, the export); safe while writers run."""
@@ -150,17 +134,17 @@ def compact(store: Store) -> None:
 
 # What a subflow needs but that cannot be a flow parameter (parameters go to the
 # Prefect API as JSON): by run id, this process only.
-_LIVE: dict[str, tuple[GenerationRun, RunDriver, WorkerSpec, RunState]] = {}
+_LIVE: dict[str, tuple[GenerationRun, Settler, ContextSpec, RunState]] = {}
 
 
-def live_run(run_id: str) -> tuple[GenerationRun, RunDriver, WorkerSpec, RunState]:
+def live_run(run_id: str) -> tuple[GenerationRun, Settler, ContextSpec, RunState]:
     # a function, not the dict itself, in the flow's body: Dask pickles the flow with the
     # context it sends to workers, and a global the body names would travel with it
     return _LIVE[run_id]
 
 
 @flow(name="generate-candidates", persist_result=False, validate_parameters=False)
-def generate_candidates(run_id: str) -> LoopReport:
+def generate_candidates(run_id: str) -> RunReport:
     """One Prefect task per candidate, on this subflow's task runner; settled in order."""
     run, driver, worker, state = live_run(run_id)
     logger = get_run_logger()
@@ -168,15 +152,16 @@ def generate_candidates(run_id: str) -> LoopReport:
         logger.info("resuming %s: %d candidates finished earlier, %d accepted", run_id, len(state.done), state.accepted)
     settled = 0
 
-    def log(index: int, outcome: Any) -> None:
+    def log(outcome: Any, report: RunReport) -> None:
         nonlocal settled
-        logger.info("candidate %d: %s%s", index, outcome.status,
+        logger.info("candidate %d: %s%s", outcome.index, outcome.status,
                     f" ({outcome.validator or outcome.stage}: {outcome.reason})" if outcome.status == "rejected" else "")
         settled += 1
         if settled % COMPACT_EVERY == 0:
             compact(Store(run.store))
 
-    report = run_in_order(lambda job: submit_candidate(job, worker), driver, run.budget, state, on_outcome=log)
+    report = run_in_order(lambda job: submit_candidate(job, worker), driver, run.limits, state,
+                          report=RunReport(run_id=run_id, n=run.limits.n), on_outcome=log)
     for error in report.errors[:5]:
         logger.warning(error)
     logger.info("generation stopped (%s): %d accepted, %d rejected, %d failed, %d tokens",
@@ -184,21 +169,10 @@ def generate_candidates(run_id: str) -> LoopReport:
     return report
 
 
-def start_generation(run: GenerationRun) -> tuple[RunDriver, WorkerSpec, RunState]:
-    """The driver (this process), the workers' recipe and where the run stands."""
-    store = Store(run.store)
-    state = RunState.read(store, run.run_id)
-    driver = RunDriver(store, run.settings, lang=run.lang, run_id=run.run_id, seed=run.seed, scope=run.scope)
-    worker = WorkerSpec(store=str(Path(run.store).resolve()), index_dir=str(Path(run.index_dir).resolve()),
-                        settings_json=run.settings.dump(), lang=run.lang, run_id=run.run_id, seed=run.seed,
-                        training_set=run.training_set, cutoff=driver.started_at)
-    return driver, worker, state
-
-
-def run_generation_step(run: GenerationRun, task_runner: str) -> LoopReport:
+def run_generation_step(run: GenerationRun, task_runner: str) -> RunReport:
     """The candidates of a run on the chosen task runner, until its budget is spent."""
-    driver, worker, state = start_generation(run)
-    runner = make_task_runner(task_runner, run.budget.concurrency, run.settings)
+    driver, worker, state = start_run(run)
+    runner = make_task_runner(task_runner, run.limits.concurrency, run.settings)
     _LIVE[run.run_id] = (run, driver, worker, state)
     try:
         return generate_candidates.with_options(task_runner=runner)(run.run_id)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from factory.compose.common import phrases
 from factory.llm.fake import FakeLLM
 from factory.llm.types import LLMRequest
+from factory.prompts import COMPOSER
 
 SYLLABLES = ["zor", "quin", "blat", "vex", "mird", "tolp", "snar", "gleb", "prux", "wend", "yolt", "fask"]
 
@@ -97,7 +97,7 @@ class World:
         return {"facts": facts}
 
     def draft(self, prompt: str, request: LLMRequest) -> dict:
-        say = phrases(self.lang)
+        say = COMPOSER.phrases(self.lang)
         pattern = re.escape(say["answer"]).replace(re.escape("{name}"), "(.+)")
         found = re.search(pattern, prompt)
         answer = found.group(1).strip() if found else "Nobody"

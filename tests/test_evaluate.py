@@ -229,7 +229,7 @@ def test_ids_with_spaces_survive_trec_files(tmp_path):
     """TREC files split on whitespace: ids holding spaces are percent-encoded there, so
     ir-measures reads them and agrees with our Recall@10 (the BEIR files keep them raw)."""
     from factory.index.fixed import build_index_from_chunks
-    from factory.trec import from_trec_id, trec_id
+    from factory.benchmark_folder import from_trec_id, trec_id
 
     root = write_benchmark(tmp_path / "b")
     rows = [json.loads(line) for line in open(root / "corpus.jsonl", encoding="utf-8")]

@@ -195,3 +195,21 @@ def test_export_refuses_an_index_over_other_chunks(store, tmp_path: Path) -> Non
     store.append("chunks", [{**chunks[0], "chunk_id": "late_0", "doc_id": "late"}])
     with pytest.raises(SearchIndexError, match="rebuild"):
         export_benchmark(store, index, tmp_path / "out", RUN, load_settings())
+
+
+def test_card_axes_come_from_the_run_taxonomy(store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build with its own taxonomy (compose.taxonomy_dir) gets that taxonomy's axes on its card."""
+    import factory.export
+
+    from generate_world import chain_only_taxonomy
+
+    _populate(store)
+    chain_only_taxonomy(Path(__file__).resolve().parents[1] / "taxonomy", tmp_path / "taxonomy")
+    cards = []
+    monkeypatch.setattr(factory.export, "write_card", lambda card, out: cards.append(card) or [])
+    index = _index_dir(store, tmp_path)
+    export_benchmark(store, index, tmp_path / "own", RUN, load_settings(**{"compose.taxonomy_dir": str(tmp_path / "taxonomy")}))
+    export_benchmark(store, index, tmp_path / "default", RUN, load_settings())
+    own, default = cards
+    assert own.mechanics == ["chain"]
+    assert set(default.mechanics) > {"chain", "intersection"}

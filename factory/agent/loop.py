@@ -14,7 +14,6 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 from factory.agent import guardrails
@@ -28,6 +27,7 @@ from factory.agent.tools import (
     parse_arguments, tool_specs,
 )
 from factory.agent.trace import AgentResult, EpisodeConfig, EpisodeTrace, RankedChunk, RoundTrace, ShownHit, TurnTrace, write_episode
+from factory.clock import utc_now
 from factory.llm.types import LLMRequest, LLMResponse, Message, Sampling
 from factory.settings import AgentSettings, Settings
 
@@ -138,7 +138,7 @@ class Episode:
             model=str(getattr(agent.llm, "model", "")),
             config=config,
             run_id=agent.run_id,
-            started_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            started_at=utc_now(),
         )
         # the tool schemas travel with every request of the tools protocol
         self.fixed_tokens = self._estimate_text(json.dumps([t.model_dump() for t in config.tools])) if config.tools else 0

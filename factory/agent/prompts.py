@@ -6,38 +6,20 @@ question), which is what lets a trainer replay any round from the stored state.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-from string import Template
-
-import yaml
-
 from factory.agent.state import RoundState
 from factory.agent.tools import cut, describe_tools
 from factory.llm.types import Message
+from factory.prompts import AGENT
 from factory.settings import AgentLimits
-
-LANGS = ("en", "ru")
-
-
-@lru_cache(maxsize=None)
-def _file(lang: str, name: str) -> str:
-    if lang not in LANGS:
-        raise ValueError(f"no agent prompts for language {lang!r}; known: {', '.join(LANGS)}")
-    return (resources.files("factory.agent") / "prompts" / lang / name).read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=None)
-def _phrases(lang: str) -> dict[str, str]:
-    return yaml.safe_load(_file(lang, "phrases.yaml"))
 
 
 def system_prompt(lang: str, limits: AgentLimits, protocol: str) -> str:
     if protocol == "json":
-        block = Template(_file(lang, "protocol_json.md")).substitute(tools=describe_tools(limits))
+        block = AGENT.render(lang, "protocol_json.md", tools=describe_tools(limits))
     else:
-        block = _file(lang, "protocol_tools.md")
-    return Template(_file(lang, "system.md")).substitute(
+        block = AGENT.text(lang, "protocol_tools.md")
+    return AGENT.render(
+        lang, "system.md",
         rounds=limits.rounds,
         min_searches=limits.min_searches_to_save,
         min_saved=limits.min_saved_to_save,
@@ -51,7 +33,7 @@ def system_prompt(lang: str, limits: AgentLimits, protocol: str) -> str:
 
 
 def round_prompt(lang: str, limits: AgentLimits, question: str, state: RoundState) -> str:
-    words = _phrases(lang)
+    words = AGENT.phrases(lang)
     if state.saved:
         saved = "\n".join(
             f"- {s.chunk_id}: {s.reason}" + (f"\n  \u201c{cut(s.text, limits.saved_snippet_chars)}\u201d"
@@ -60,7 +42,8 @@ def round_prompt(lang: str, limits: AgentLimits, question: str, state: RoundStat
         )
     else:
         saved = words["none"]
-    return Template(_file(lang, "round.md")).substitute(
+    return AGENT.render(
+        lang, "round.md",
         question=question,
         round_no=state.round_no,
         rounds=state.rounds,

@@ -9,7 +9,6 @@ what a trainer slicing episodes by round needs.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +18,7 @@ from factory.agent.prompts import round_messages
 from factory.agent.state import RoundState, SavedChunk
 from factory.llm.types import LLMRequest, Message, Sampling, ToolSpec
 from factory.settings import AgentLimits
+from factory.store import json_value
 
 
 class _Model(BaseModel):
@@ -254,10 +254,6 @@ def write_episode(store: Any, trace: EpisodeTrace) -> None:
         writer.append("agent_episodes", rows["agent_episodes"])
 
 
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
-
-
 def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
     """Rebuild an EpisodeTrace from the store's three agent tables."""
     found = store.query("SELECT * FROM agent_episodes WHERE episode_id = ?", [episode_id])
@@ -278,12 +274,12 @@ def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
         protocol=e["protocol"],
         llm=e["llm"] or "",
         model=e["model"] or "",
-        config=EpisodeConfig.model_validate(_json(e["config"])),
+        config=EpisodeConfig.model_validate(json_value(e["config"])),
         rounds=[
             RoundTrace(
                 round_no=r["round_no"],
-                state=RoundState.model_validate(_json(r["state"])),
-                start_messages=[Message.model_validate(m) for m in _json(r["start_messages"])],
+                state=RoundState.model_validate(json_value(r["state"])),
+                start_messages=[Message.model_validate(m) for m in json_value(r["start_messages"])],
                 ended_by=r["ended_by"] or "",
                 searches=r["searches"] or 0,
                 turns=r["turns"] or 0,
@@ -293,18 +289,18 @@ def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
         ],
         turns=[
             TurnTrace.model_validate(
-                {k: (_json(v) if k in {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies"} else v)
+                {k: (json_value(v) if k in {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies"} else v)
                  for k, v in t.items() if k in turn_fields}
             )
             for t in turns
         ],
-        ranking=[RankedChunk.model_validate(r) for r in _json(e["ranking"]) or []],
+        ranking=[RankedChunk.model_validate(r) for r in json_value(e["ranking"]) or []],
         finalized_by=e["finalized_by"] or "",
-        seen=_json(e["seen_chunk_ids"]) or [],
-        saved=[SavedChunk.model_validate(s) for s in _json(e["saved"]) or []],
-        covered=_json(e["covered"]) or [],
-        unresolved=_json(e["unresolved"]) or [],
-        warnings=_json(e["warnings"]) or [],
+        seen=json_value(e["seen_chunk_ids"]) or [],
+        saved=[SavedChunk.model_validate(s) for s in json_value(e["saved"]) or []],
+        covered=json_value(e["covered"]) or [],
+        unresolved=json_value(e["unresolved"]) or [],
+        warnings=json_value(e["warnings"]) or [],
         searches=e["searches"] or 0,
         tokens_in=e["tokens_in"] or 0,
         tokens_out=e["tokens_out"] or 0,

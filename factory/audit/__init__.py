@@ -1,7 +1,8 @@
 """Audit mode: the validator gauntlet and retrieval checks on benchmarks the factory did not write."""
 
 from factory.audit.inputs import AuditInput, AuditInputError, AuditQuestion, load_audit_input
-from factory.audit.run import AuditError, AuditResult, QuestionAudit, run_audit
+from factory.audit.question import QuestionAudit
+from factory.audit.run import AuditError, AuditResult, run_audit
 
 __all__ = [
     "AuditError", "AuditInput", "AuditInputError", "AuditQuestion", "AuditResult", "QuestionAudit",

@@ -7,12 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from markdown_it import MarkdownIt
 
-if TYPE_CHECKING:
-    from factory.audit.run import QuestionAudit
+from factory.audit.question import QuestionAudit, severity
 
 _MD_ESCAPES = str.maketrans({c: "\\" + c for c in "\\|*_<>`[]#"})
 FEEDBACK_CHARS = 400
@@ -27,7 +26,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _example(item: "QuestionAudit") -> list[str]:
+def _example(item: QuestionAudit) -> list[str]:
     q = item.question
     lines = [f"**{_esc(q.qid)}**: {_esc(q.text)}", ""]
     lines.append(f"- answer: {_esc(q.answer) if q.answer else '(none given)'}; support: "
@@ -44,9 +43,7 @@ def _example(item: "QuestionAudit") -> list[str]:
     return lines
 
 
-def render_markdown(items: list["QuestionAudit"], summary: dict[str, Any], worst: int, plot: str | None) -> str:
-    from factory.audit.report import severity
-
+def render_markdown(items: list[QuestionAudit], summary: dict[str, Any], worst: int, plot: str | None) -> str:
     s = summary
     overall = s["overall"]
     name = Path(s["benchmark"]).name or s["benchmark"]
@@ -118,7 +115,7 @@ img {{ max-width: 100%; }}</style></head><body>
 """
 
 
-def write_card(out: Path, items: list["QuestionAudit"], summary: dict[str, Any], worst: int) -> list[str]:
+def write_card(out: Path, items: list[QuestionAudit], summary: dict[str, Any], worst: int) -> list[str]:
     """card.md, card.html and plots/funnel.png; returns the paths written, relative to ``out``."""
     written: list[str] = []
     plot = None

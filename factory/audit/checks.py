@@ -30,7 +30,7 @@ from factory.records import Cell, Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
 from factory.validate.matching import normalize_answer
 from factory.validate.shortcut import ShortcutValidator
-from factory.validate.text import tokenize
+from factory.validate.tokens import tokenize
 
 AUDIT_CELL = "audit/unknown/unknown"
 ALL_VALIDATORS = ("schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run")

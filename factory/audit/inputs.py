@@ -15,25 +15,16 @@ A bad line is an error naming the file and the line.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from factory.errors import FactoryError
-from factory.trec import from_trec_id
-
-
-class AuditInputError(FactoryError):
-    pass
+from factory.benchmark_folder import (
+    BenchmarkFolderError, Passage, find_qrels, read_corpus, read_qrels, read_queries, read_tasks, record_field,
+)
 
 
-@dataclass
-class Passage:
-    chunk_id: str
-    doc_id: str
-    title: str
-    text: str
+AuditInputError = BenchmarkFolderError  # the folder reader's errors are the audit's input errors
 
 
 @dataclass
@@ -64,22 +55,6 @@ class AuditInput:
     notes: list[str] = field(default_factory=list)
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise AuditInputError(f"{path}: not found (a benchmark folder has corpus.jsonl, queries.jsonl and qrels)")
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AuditInputError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise AuditInputError(f"{path}:{number}: a record must be a JSON object")
-            yield number, record
-
-
 def _strings(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -90,127 +65,39 @@ def _strings(value: Any, where: str) -> list[str]:
     raise AuditInputError(f"{where}: expected a string or a list of strings, got {type(value).__name__}")
 
 
-def _field(record: dict[str, Any], *names: str) -> Any:
-    meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-    for name in names:
-        if record.get(name) not in (None, "", []):
-            return record[name]
-        if meta.get(name) not in (None, "", []):
-            return meta[name]
-    return None
-
-
-def find_qrels(root: Path, split: str | None = None) -> Path:
-    """The judgements file: qrels/SPLIT.tsv, else qrels/test.tsv, qrels.tsv, or the only qrels/*.tsv."""
-    if split:
-        path = root / "qrels" / f"{split}.tsv"
-        if not path.is_file():
-            raise AuditInputError(f"{path}: not found (--split {split})")
-        return path
-    for path in (root / "qrels" / "test.tsv", root / "qrels.tsv"):
-        if path.is_file():
-            return path
-    found = sorted((root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
-    if len(found) == 1:
-        return found[0]
-    if found:
-        names = ", ".join(p.stem for p in found)
-        raise AuditInputError(f"{root / 'qrels'}: several splits ({names}) and no test.tsv; choose one with --split")
-    raise AuditInputError(f"{root}: no judgements (qrels/test.tsv, qrels.tsv or qrels/*.tsv)")
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 3:
-                parts = line.split()
-                if len(parts) == 4:  # TREC: qid iteration docid relevance (ids percent-encoded if needed)
-                    parts = [from_trec_id(parts[0]), from_trec_id(parts[2]), parts[3]]
-            score = parts[-1].strip() if parts else ""
-            if number == 1 and not score.lstrip("-").isdigit():
-                continue  # header line
-            if len(parts) != 3 or not score.lstrip("-").isdigit():
-                raise AuditInputError(f"{path}:{number}: expected query-id<TAB>corpus-id<TAB>score")
-            qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = int(score)
-    return qrels
-
-
-def read_corpus(path: Path) -> list[Passage]:
-    passages: list[Passage] = []
-    seen: set[str] = set()
-    for number, record in _jsonl(path):
-        if "_id" not in record or not isinstance(record.get("text"), str):
-            raise AuditInputError(f"{path}:{number}: a corpus record needs an _id and a text")
-        cid = str(record["_id"])
-        if not cid.strip():
-            raise AuditInputError(f"{path}:{number}: empty _id")
-        if cid in seen:
-            raise AuditInputError(f"{path}:{number}: _id {cid!r} appears twice")
-        seen.add(cid)
-        doc = _field(record, "doc_id")
-        passages.append(Passage(cid, str(doc) if doc else cid, str(record.get("title") or ""), record["text"]))
-    if not passages:
-        raise AuditInputError(f"{path}: no passages")
-    return passages
-
-
-def _tasks(root: Path) -> dict[str, dict[str, Any]]:
-    path = root / "tasks.jsonl"
-    if not path.is_file():
-        return {}
-    out = {}
-    for number, record in _jsonl(path):
-        key = record.get("task_id") or record.get("_id")
-        if not key:
-            raise AuditInputError(f"{path}:{number}: a task needs a task_id")
-        out[str(key)] = record
-    return out
-
-
 def load_audit_input(root: str | Path, split: str | None = None) -> AuditInput:
     root = Path(root).resolve()
     if not root.is_dir():
         raise AuditInputError(f"{root}: no benchmark folder here")
     qrels_path = find_qrels(root, split)
     qrels = read_qrels(qrels_path)
-    tasks = _tasks(root)
+    tasks = read_tasks(root)
     queries_path = root / "queries.jsonl"
     questions: list[AuditQuestion] = []
     unjudged = 0
-    known: set[str] = set()
-    for number, record in _jsonl(queries_path):
-        where = f"{queries_path}:{number}"
-        if "_id" not in record:
-            raise AuditInputError(f"{where}: a query needs an _id")
-        qid = str(record["_id"])
-        if qid in known:
-            raise AuditInputError(f"{where}: query id {qid!r} appears twice")
-        known.add(qid)
-        text = record.get("text")
-        if not isinstance(text, str):
-            raise AuditInputError(f"{where}: query {qid!r} has no text")
-        task = tasks.get(qid, {})
-        answers = _strings(_field(record, "answer"), where) + _strings(_field(record, "answers"), where)
-        answers += _strings(task.get("answer"), f"tasks.jsonl {qid}") + _strings(_field(record, "answer_aliases"), where)
-        answers += _strings(task.get("answer_aliases"), f"tasks.jsonl {qid}")
-        bridges = _strings(_field(record, "bridge_entities"), where) + _strings(task.get("bridge_entities"), f"tasks.jsonl {qid}")
+    queries = read_queries(queries_path)
+    for query in queries:
+        qid, record, where = query.qid, query.record, query.where
+        task_where, task = tasks.get(qid, (f"tasks.jsonl {qid}", {}))
+        answers = _strings(record_field(record, "answer"), where) + _strings(record_field(record, "answers"), where)
+        answers += _strings(task.get("answer"), task_where) + _strings(record_field(record, "answer_aliases"), where)
+        answers += _strings(task.get("answer_aliases"), task_where)
+        bridges = _strings(record_field(record, "bridge_entities"), where) + _strings(task.get("bridge_entities"),
+                                                                                     task_where)
         support = [cid for cid, rel in qrels.get(qid, {}).items() if rel > 0]
         if not support:
             unjudged += 1
             continue
-        answer_chunk = _field(record, "answer_chunk_id") or task.get("answer_chunk_id")
-        cell = _field(record, "cell") or task.get("cell") or ""
+        answer_chunk = record_field(record, "answer_chunk_id") or task.get("answer_chunk_id")
+        cell = record_field(record, "cell") or task.get("cell") or ""
         questions.append(AuditQuestion(
-            qid=qid, text=text, answers=list(dict.fromkeys(a.strip() for a in answers)), support=support,
+            qid=qid, text=query.text, answers=list(dict.fromkeys(a.strip() for a in answers)), support=support,
             bridge_entities=list(dict.fromkeys(bridges)), answer_chunk_id=str(answer_chunk) if answer_chunk else None,
             cell=str(cell),
         ))
     if not questions:
         raise AuditInputError(f"{queries_path}: no query has a positive judgement in {qrels_path}")
+    known = {q.qid for q in queries}
     stray = sum(1 for q in qrels if q not in known)
     notes = []
     if unjudged:
@@ -219,6 +106,6 @@ def load_audit_input(root: str | Path, split: str | None = None) -> AuditInput:
         notes.append(f"{stray} judged query ids are not in queries.jsonl and were ignored")
     return AuditInput(
         root=root, corpus_path=root / "corpus.jsonl", qrels_path=qrels_path, questions=questions,
-        passages=read_corpus(root / "corpus.jsonl"), unjudged_queries=unjudged, stray_judgements=stray,
+        passages=[replace(p, doc_id=p.doc_id or p.chunk_id) for p in read_corpus(root / "corpus.jsonl")], unjudged_queries=unjudged, stray_judgements=stray,
         has_tasks=bool(tasks), notes=notes,
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from factory.audit.inputs import AuditInput
     from factory.audit.prepare import IndexInfo
-    from factory.audit.run import QuestionAudit
+    from factory.audit.question import QuestionAudit
     from factory.settings import Settings
 
 
@@ -122,11 +122,6 @@ def broad_query_recall(items: list["QuestionAudit"], k: int) -> dict[str, float]
 
 
 # ------------------------------------------------------------------ files
-def severity(item: "QuestionAudit") -> tuple:
-    rank = item.best_rank()
-    return (-len(item.names("flag")), rank if rank is not None else 1 << 20, item.question.qid)
-
-
 def write_outputs(out: Path, items: list["QuestionAudit"], summary: dict[str, Any], worst: int) -> list[str]:
     with open(out / "audit.jsonl", "w", encoding="utf-8") as handle:
         for item in items:

@@ -15,24 +15,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from factory.audit.checks import (
     ALL_VALIDATORS,
-    ERROR_REASONS,
     AuditSchema,
     AuditShortcut,
     answer_chunk_ids,
     not_applicable,
     to_draft,
 )
-from factory.audit.inputs import AuditInput, AuditQuestion, load_audit_input
+from factory.audit.inputs import AuditInput, load_audit_input
 from factory.audit.prepare import IndexInfo, load_into_store, open_audit_index
+from factory.audit.question import QuestionAudit
+from factory.clock import utc_now
 from factory.errors import FactoryError
 from factory.records import Draft, Verdict
 from factory.settings import Settings
@@ -42,55 +42,6 @@ from factory.validate.gauntlet import VALIDATORS
 
 class AuditError(FactoryError):
     pass
-
-
-@dataclass
-class QuestionAudit:
-    question: AuditQuestion
-    draft: Draft
-    answer_chunks: list[str]
-    verdicts: list[Verdict] = field(default_factory=list)
-
-    @staticmethod
-    def status(v: Verdict) -> str:
-        if v.skipped:
-            return "skip"
-        if v.ok:
-            return "pass"
-        return "error" if v.reason in ERROR_REASONS else "flag"
-
-    def names(self, status: str) -> list[str]:
-        return [v.validator for v in self.verdicts if self.status(v) == status]
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.names("flag"))
-
-    def best_rank(self) -> int | None:
-        """Best rank of an answer passage (else any support passage) in a broad query's top k."""
-        shortcut = next((v for v in self.verdicts if v.validator == "shortcut" and not v.skipped), None)
-        if shortcut is None:
-            return None
-        ranks: list[int] = []
-        for row in (shortcut.figures.get("searchers") or {}).values():
-            found = row.get("ranks") or {}
-            wanted = [r for c, r in found.items() if c in self.answer_chunks] or list(found.values())
-            ranks.extend(int(r) for r in wanted)
-        return min(ranks) if ranks else None
-
-    def record(self) -> dict[str, Any]:
-        q = self.question
-        return {
-            "qid": q.qid, "question": q.text, "answer": q.answer, "answers": q.answers,
-            "support_chunk_ids": self.draft.support_chunk_ids, "answer_chunk_ids": self.answer_chunks,
-            "bridge_entities": q.bridge_entities, "flagged": self.flagged, "flagged_by": self.names("flag"),
-            "skipped": self.names("skip"), "errors": self.names("error"), "best_rank": self.best_rank(),
-            "verdicts": {
-                v.validator: {"status": self.status(v), "reason": v.reason, "feedback": v.feedback,
-                              "figures": v.figures, "elapsed_s": round(v.elapsed_s, 4)}
-                for v in self.verdicts
-            },
-        }
 
 
 @dataclass
@@ -151,10 +102,10 @@ def run_audit(
     """Audit the benchmark folder into ``out``; ``llm`` (an LLM or gateway) overrides ``llm_spec``."""
     from factory.audit.report import build_summary, write_outputs
     from factory.evaluate import detect_lang
-    from factory.ingest import record_run
+    from factory.store.runs import new_run_id, record_run
     from factory.store import Store
 
-    started = datetime.now(timezone.utc).replace(tzinfo=None)
+    started = utc_now()
     t0 = time.perf_counter()
     selected = list(validators or settings.audit.validators)
     unknown = [v for v in selected if v not in ALL_VALIDATORS]
@@ -169,7 +120,7 @@ def run_audit(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     store = Store(out / "store")
-    audit_id = f"audit-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    audit_id = new_run_id("audit")
     record_run(store, audit_id, "audit", settings)
     load_into_store(data, store, lang, audit_id)
     index, index_info = open_audit_index(data, store, out, lang, settings, dense)
@@ -262,6 +213,6 @@ def _write_rows(store: Any, audit_id: str, lang: str, items: list[QuestionAudit]
             "audit_id": audit_id, "benchmark": benchmark, "lang": lang, "llm": summary.get("llm") or "",
             "validators": order, "questions": len(items), "flagged": summary["overall"]["flagged"],
             "summary": json.loads(json.dumps(summary, default=str)), "started_at": started,
-            "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "finished_at": utc_now(),
         }])
         writer.flush("audit_runs")

@@ -20,7 +20,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from factory.params import BuildParams, cli_options
 from factory.store import Store
+from factory.store.funnel import candidate_outcomes, validator_funnel
 
 console = Console()
 POLL_SECONDS = 2.0
@@ -28,32 +30,17 @@ POLL_SECONDS = 2.0
 
 def snapshot(store: Store, run_id: str) -> dict[str, Any]:
     """Where a build stands: candidates by status, rejections per validator, revisions, tokens."""
-    con = store.connect()
-    try:
-        status = dict(con.execute(
-            "SELECT status, count(*) FROM candidates WHERE run_id = ? GROUP BY status", [run_id]
-        ).fetchall())
-        rejected_by = con.execute(
-            "SELECT coalesce(validator, stage, '?') AS k, count(*) AS n FROM candidates "
-            "WHERE run_id = ? AND status = 'rejected' GROUP BY k ORDER BY n DESC, k", [run_id]
-        ).fetchall()
-        revisions = con.execute(
-            "SELECT coalesce(sum(revisions), 0) FROM candidates WHERE run_id = ? AND status <> 'started'", [run_id]
-        ).fetchone()[0]
-        calls, tokens_in, tokens_out = con.execute(
-            "SELECT count(*), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0) FROM llm_calls WHERE run_id = ?",
-            [run_id],
-        ).fetchone()
-    finally:
-        con.close()
+    outcomes = candidate_outcomes(store, run_id)
+    calls = store.query("SELECT count(*) AS calls, coalesce(sum(tokens_in) + sum(tokens_out), 0) AS tokens "
+                        "FROM llm_calls WHERE run_id = ?", [run_id])[0]
     return {
-        "accepted": int(status.get("accepted", 0)),
-        "rejected": int(status.get("rejected", 0)),
-        "in_flight": int(status.get("started", 0)),
-        "rejected_by": [(str(k), int(v)) for k, v in rejected_by],
-        "revisions": int(revisions or 0),
-        "llm_calls": int(calls),
-        "tokens": int(tokens_in) + int(tokens_out),
+        "accepted": outcomes["accepted"],
+        "rejected": outcomes["rejected"],
+        "in_flight": outcomes["running"],
+        "rejected_by": sorted(outcomes["rejected_by"].items(), key=lambda kv: (-kv[1], kv[0])),
+        "revisions": outcomes["revisions"],
+        "llm_calls": int(calls["calls"]),
+        "tokens": int(calls["tokens"]),
     }
 
 
@@ -101,20 +88,9 @@ class LiveView:
         return Group(head, table)
 
 
+@cli_options(BuildParams)
 def build_benchmark_command(
-    lang: str = typer.Option(..., "--lang", help="en or ru"),
-    corpus: Path = typer.Option(..., "--corpus", help="corpus file or folder (jsonl, parquet, text files)"),
-    n: int = typer.Option(None, "--n", help="accepted tasks wanted (settings: build.n)"),
-    llm: str = typer.Option(None, "--llm", help="openai:URL#MODEL, llamacpp:NAME_OR_PATH or fake"),
-    out: Path = typer.Option(..., "--out", help="the benchmark folder, e.g. outputs/NAME"),
-    store: Path = typer.Option(None, "--store", help="store folder (default OUT/store)"),
-    profile: str = typer.Option(None, "--profile", help="full or demo (demo: cheaper agent checks, same validators)"),
-    seed: int = typer.Option(None, "--seed"),
-    config: Path = typer.Option(None, "--config", help="factory.toml or YAML run config"),
-    concurrency: int = typer.Option(None, "--concurrency", help="candidates in flight (generate.concurrency)"),
-    max_attempts: int = typer.Option(None, "--max-attempts", help="candidate budget (default n x attempts_per_task)"),
-    token_budget: int = typer.Option(None, "--token-budget", help="stop starting candidates after this many tokens"),
-    task_runner: str = typer.Option("threads", "--task-runner", help="threads (default) or dask"),
+    params: BuildParams,
     live: bool = typer.Option(True, "--live/--no-live", help="live progress view"),
 ) -> None:
     """Run the whole factory as a Prefect flow: ingest, index, generate, validate, export.
@@ -124,42 +100,28 @@ def build_benchmark_command(
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     from flows.build_benchmark import build_benchmark, resolve_build
 
-    args = dict(
-        lang=lang, corpus=str(corpus), n=n, llm_spec=llm, out=str(out), store=str(store) if store else None,
-        config=str(config) if config else None, seed=seed, profile=profile, task_runner=task_runner,
-        concurrency=concurrency, max_attempts=max_attempts, token_budget=token_budget,
-    )
-    plan = resolve_build(**args)  # bad flags fail here, before Prefect starts
+    plan = resolve_build(params)  # bad flags fail here, before Prefect starts
     console.print(
         f"build {plan.run_id}: {plan.lang} corpus {plan.corpus} -> {plan.out} "
         f"(n={plan.n}, llm={plan.settings.llm.spec}, profile={plan.settings.build.profile}, "
-        f"{plan.concurrency} in flight, at most {plan.max_attempts} candidates)"
+        f"{plan.limits.concurrency} in flight, at most {plan.limits.max_attempts} candidates)"
     )
     started = time.monotonic()
     if live and console.is_terminal:
         with LiveView(plan.store_path, plan.run_id, plan.n, started) as view, Live(
             get_renderable=view.render, console=console, refresh_per_second=2, transient=False
         ):
-            result = build_benchmark(**args)
+            result = build_benchmark(**params.flat())
     else:
-        result = build_benchmark(**args)
+        result = build_benchmark(**params.flat())
     result["wall_s_command"] = round(time.monotonic() - started, 1)
     _print_summary(plan.store_path, plan.run_id, result)
 
 
 def _print_summary(store_path: Path, run_id: str, result: dict[str, Any]) -> None:
-    store = Store(store_path, create=False)
-    funnel = store.query(
-        "SELECT validator, min(step) AS step, count(*) FILTER (WHERE NOT skipped) AS seen, "
-        "count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected, count(*) FILTER (WHERE skipped) AS skipped "
-        "FROM verdicts WHERE run_id = ? GROUP BY validator ORDER BY step", [run_id]
-    )
-    table = Table(title="validator funnel")
-    for column in ("validator", "seen", "rejected", "skipped"):
-        table.add_column(column, justify="left" if column == "validator" else "right")
-    for row in funnel:
-        table.add_row(row["validator"], str(row["seen"]), str(row["rejected"]), str(row["skipped"]))
-    console.print(table)
+    from factory.commands.generate import funnel_table
+
+    console.print(funnel_table(validator_funnel(Store(store_path, create=False), run_id)))
     finished = result["accepted_total"] + result["rejected_total"] if "accepted_total" in result else None
     console.print(
         f"benchmark folder: {result['out']}  ({result['accepted']} tasks; card: {Path(result['out']) / 'card.html'})"

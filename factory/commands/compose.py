@@ -31,13 +31,13 @@ def compose_command(
     config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
 ) -> None:
     """Compose N drafts and print them with their subgraph and fact sheet."""
-    from factory.compose.run import compose_candidate, selector_params
+    from factory.generate.drafting import draft_for_cell
     from factory.graph.select import SelectionIndex
     from factory.llm.registry import make_gateway, require_language
     from factory.records import Cell
     from factory.settings import load_settings
     from factory.store import Store
-    from factory.taxonomy import CellSampler, load_taxonomy
+    from factory.taxonomy import CellSampler, candidate_rng, load_taxonomy
 
     settings = load_settings(config, **{"llm.spec": llm, "lang": lang, "seed": seed,
                                         "compose.taxonomy_dir": str(taxonomy) if taxonomy else None})
@@ -60,30 +60,30 @@ def compose_command(
     gateway = make_gateway(settings.llm.spec, settings.llm, store=the_store, stage_default="compose",
                            run_id=f"compose-{uuid.uuid4().hex[:8]}")
     sampler = CellSampler(tax, settings.seed, lang)
-    params = selector_params(settings)
     used: set[frozenset[str]] = set()
     drafts = 0
     for i in range(n):
         chosen = fixed or sampler.draw(i)
-        result = compose_candidate(selection, the_store, tax, chosen, gateway, lang, settings.seed, i, params=params,
-                                   avoid=used, facts_temperature=settings.compose.facts_temperature,
-                                   compose_temperature=settings.compose.compose_temperature,
-                                   max_tokens=settings.compose.max_tokens)
+        result = draft_for_cell(selection, the_store, tax, chosen, gateway, settings, lang=lang,
+                                candidate_id=f"compose-{settings.seed}-{i}",
+                                rng=candidate_rng(settings.seed, i, "select"), avoid=used)
+        if result.stopped == "facts" and result.raw:
+            result.reason += f" | raw: {result.raw[:300]!r}"
         if result.subgraph is not None:
             used.add(frozenset(result.subgraph.chunk_ids))
         if result.structural and not fixed:
             sampler.mark_unsupported(chosen, result.reason)
         drafts += result.draft is not None and result.draft.parse_error is None
         if as_json:
-            out.print_json(json.dumps(_as_dict(result), ensure_ascii=False))
+            out.print_json(json.dumps(_as_dict(i, result), ensure_ascii=False))
         else:
-            _show(result)
+            _show(i, result)
     out.print(f"{drafts} of {n} candidates gave a parsed draft (no validation ran)", highlight=False)
 
 
-def _as_dict(result) -> dict:
+def _as_dict(index: int, result) -> dict:
     return {
-        "index": result.index,
+        "index": index,
         "cell": result.cell.key,
         "stopped": result.stopped,
         "reason": result.reason,
@@ -93,7 +93,7 @@ def _as_dict(result) -> dict:
     }
 
 
-def _show(result) -> None:
+def _show(index: int, result) -> None:
     lines = [f"[bold]cell[/] {_e(result.cell.key)}"]
     sub = result.subgraph
     if sub is not None:
@@ -119,7 +119,7 @@ def _show(result) -> None:
             lines.append(f"[bold green]A[/] {_e(draft.answer)}" + (f"  (aliases: {_e(', '.join(draft.answer_aliases))})"
                                                                    if draft.answer_aliases else ""))
             lines.extend(f"  step: {_e(s)}" for s in draft.reasoning_steps)
-    out.print(Panel("\n".join(lines), title=f"candidate {result.index}", expand=True), highlight=False)
+    out.print(Panel("\n".join(lines), title=f"candidate {index}", expand=True), highlight=False)
 
 
 def _e(value: object) -> str:

@@ -17,6 +17,7 @@ console = Console()
 
 def eval_command(
     benchmark: Path = typer.Option(..., "--benchmark", help="benchmark folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"),
+    split: Optional[str] = typer.Option(None, "--split", help="qrels/SPLIT.tsv (default: test.tsv, qrels.tsv or the only one)"),
     retriever: List[str] = typer.Option(..., "--retriever", help="bm25, dense, hybrid or agent; repeat for several"),
     llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for the agent (default: settings llm.spec)"),
     rollouts: Optional[int] = typer.Option(None, "--rollouts", min=1, help="agent rollouts per query, fused by RRF"),
@@ -37,7 +38,7 @@ def eval_command(
     if unit not in ("chunk", "doc"):
         raise BenchmarkError(f"--unit must be chunk or doc, not {unit!r}")
     settings = load_settings(config, **{"llm.spec": llm, "agent.rollouts": rollouts})
-    bench = load_benchmark(benchmark)
+    bench = load_benchmark(benchmark, split)
     if limit:
         bench.queries = bench.queries[:limit]
     out = out or benchmark / "eval"

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from factory.errors import FactoryError
+from factory.store.funnel import funnel_summary, validator_funnel
 
 out = Console(soft_wrap=True)
 
@@ -37,7 +38,11 @@ def generate_command(
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON line"),
     config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
 ) -> None:
-    """Compose, validate, revise and accept or reject until N tasks are accepted."""
+    """Compose, validate, revise and accept or reject until N tasks are accepted.
+
+    The same loop as build-benchmark's generation step: the same seed, store and index
+    give the same tasks; rerunning the same command continues the run.
+    """
     from factory.generate import run_generation
     from factory.index.fixed import open_index
     from factory.llm.registry import make_gateway, require_language
@@ -62,66 +67,43 @@ def generate_command(
                       transient=False) as bar:
             task = bar.add_task("accepted", total=n, status="")
 
-            def progress(outcome: Any, summary: Any) -> None:
-                rejected = ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected_by.items())) or "none"
-                bar.update(task, completed=min(n, summary.earlier_accepted + summary.accepted),
-                           status=f"rejected: {rejected} | revisions {summary.revisions} | tokens {summary.tokens}")
+            def progress(outcome: Any, report: Any) -> None:
+                rejected = ", ".join(f"{k} {v}" for k, v in sorted(report.rejected_by.items())) or "none"
+                bar.update(task, completed=min(n, report.accepted_total),
+                           status=f"rejected: {rejected} | revisions {report.revisions} | tokens {report.tokens}")
 
-            summary = run_generation(the_store, fixed, gateway, settings, n=n, lang=lang, run_id=run_id,
-                                     seed=settings.seed, max_attempts=max_attempts, token_budget=token_budget,
-                                     concurrency=settings.generate.concurrency, progress=progress)
+            report = run_generation(the_store, fixed, gateway, settings, n=n, lang=lang, run_id=run_id,
+                                    seed=settings.seed, max_attempts=max_attempts, token_budget=token_budget,
+                                    progress=progress)
     finally:
         gateway.close()
-    data = summary.as_dict()
     if as_json:
-        out.print(json.dumps(data, ensure_ascii=False), highlight=False)
+        out.print(json.dumps(report.as_dict(), ensure_ascii=False), highlight=False)
         return
-    total = summary.earlier_accepted + summary.accepted
-    out.print(f"run {run_id}: {total} accepted of {n} wanted ({summary.accepted} now, {summary.earlier_accepted} "
-              f"earlier); {summary.candidates} candidates this time, acceptance {summary.acceptance_rate:.1%}; "
-              f"stopped by {summary.stopped_by}; {summary.tokens} tokens", highlight=False)
-    if summary.rejected_by:
-        out.print("rejected by: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected_by.items())),
+    total = report.accepted_total
+    out.print(funnel_table(validator_funnel(the_store, run_id, settings.validation.order), f"validator funnel ({run_id})"))
+    out.print(f"run {run_id}: {total} accepted of {n} wanted ({report.accepted} now, {report.earlier_accepted} "
+              f"earlier); {report.candidates} candidates this time, acceptance {report.acceptance_rate:.1%}; "
+              f"stopped by {report.stopped_by}; {report.tokens} tokens", highlight=False)
+    if report.rejected_by:
+        out.print("rejected by: " + ", ".join(f"{k} {v}" for k, v in sorted(report.rejected_by.items())),
                   highlight=False)
     if total == 0:
         out.print("no task was accepted: the validators are not relaxed for a weak model "
                   "(see `factory rejected`)", highlight=False)
 
 
-FUNNEL_SQL = """
-SELECT validator, min(step) AS step,
-       count(*) FILTER (WHERE NOT skipped) AS seen,
-       count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected,
-       count(*) FILTER (WHERE skipped) AS skipped,
-       avg(elapsed_s) FILTER (WHERE NOT skipped) AS mean_s
-FROM verdicts WHERE (? IS NULL OR run_id = ?) GROUP BY validator ORDER BY step
-"""
-
-STAGES_SQL = """
-SELECT coalesce(validator, stage) AS what, stage, count(*) AS n
-FROM candidates WHERE status = 'rejected' AND (? IS NULL OR run_id = ?) GROUP BY ALL ORDER BY n DESC
-"""
-
-
-def funnel_rows(store: Any, run_id: str | None = None) -> dict[str, Any]:
-    """The funnel as data: per validator, plus the outcome of the candidates."""
-    validators = store.query(FUNNEL_SQL, [run_id, run_id])
-    candidates = store.query(
-        "SELECT count(*) FILTER (WHERE status = 'accepted') AS accepted, "
-        "count(*) FILTER (WHERE status = 'rejected') AS rejected, "
-        "count(*) FILTER (WHERE status = 'started') AS running, "
-        "sum(revisions) FILTER (WHERE status = 'accepted') AS accepted_revisions "
-        "FROM candidates WHERE (? IS NULL OR run_id = ?)", [run_id, run_id])[0]
-    finished = (candidates["accepted"] or 0) + (candidates["rejected"] or 0)
-    accepted = candidates["accepted"] or 0
-    return {
-        "validators": validators,
-        "rejected_outside_gauntlet": [r for r in store.query(STAGES_SQL, [run_id, run_id]) if r["stage"] != "gauntlet"],
-        "candidates": finished, "accepted": accepted, "rejected": candidates["rejected"] or 0,
-        "running": candidates["running"] or 0,
-        "acceptance_rate": round(accepted / finished, 4) if finished else 0.0,
-        "revisions_per_accepted": round((candidates["accepted_revisions"] or 0) / accepted, 3) if accepted else None,
-    }
+def funnel_table(rows: list[dict[str, Any]], title: str = "validator funnel") -> Table:
+    """The validator funnel as a table (rows from ``factory.store.funnel.validator_funnel``)."""
+    table = Table(title=title)
+    for column in ("validator", "seen", "rejected", "reject rate", "skipped", "mean time"):
+        table.add_column(column, justify="left" if column == "validator" else "right")
+    for row in rows:
+        seen = row["seen"] or 0
+        rate = f"{row['rejected'] / seen:.0%}" if seen else "-"
+        mean = f"{row['mean_s']:.3f} s" if row["mean_s"] is not None else "-"
+        table.add_row(row["validator"], str(seen), str(row["rejected"]), rate, str(row["skipped"]), mean)
+    return table
 
 
 def funnel_command(
@@ -132,19 +114,11 @@ def funnel_command(
     """What each validator saw, rejected and skipped, and its mean time (also during a run)."""
     from factory.store import Store
 
-    data = funnel_rows(Store(store, create=False), run_id)
+    data = funnel_summary(Store(store, create=False), run_id)
     if as_json:
         out.print(json.dumps(data, ensure_ascii=False, default=str), highlight=False)
         return
-    table = Table(title="validator funnel" + (f" ({run_id})" if run_id else ""))
-    for column in ("validator", "seen", "rejected", "reject rate", "skipped", "mean time"):
-        table.add_column(column, justify="left" if column == "validator" else "right")
-    for row in data["validators"]:
-        seen = row["seen"] or 0
-        rate = f"{row['rejected'] / seen:.0%}" if seen else "-"
-        mean = f"{row['mean_s']:.3f} s" if row["mean_s"] is not None else "-"
-        table.add_row(row["validator"], str(seen), str(row["rejected"]), rate, str(row["skipped"]), mean)
-    out.print(table)
+    out.print(funnel_table(data["validators"], "validator funnel" + (f" ({run_id})" if run_id else "")))
     for row in data["rejected_outside_gauntlet"]:
         out.print(f"rejected at {row['stage']}: {row['n']}", highlight=False)
     revisions = data["revisions_per_accepted"]

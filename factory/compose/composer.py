@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
 
-from factory.compose.common import defuse, entity_aliases, entity_name, labels_for, phrases, render
 from factory.compose.llm_call import call_llm
+from factory.compose.passages import defuse, entity_aliases, entity_name, labels_for
 from factory.llm.types import LLMRequest, LLMResponse, Sampling
+from factory.prompts import COMPOSER
 from factory.records import Draft, FactSheet, Subgraph, Verdict
 from factory.taxonomy import CellSpec
 
@@ -51,7 +52,7 @@ def facts_block(sheet: FactSheet) -> str:
 
 
 def roles_block(subgraph: Subgraph, lang: str) -> str:
-    say = phrases(lang)
+    say = COMPOSER.phrases(lang)
     back = {chunk: label for label, chunk in labels_for(subgraph).items()}
     figures = subgraph.figures
     lines = []
@@ -134,16 +135,16 @@ def compose(
     max_tokens: int = 700,
 ) -> Draft:
     model = draft_model(len(sheet.subgraph.chunk_ids))
-    user = render(lang, "compose_user", guidance=spec.guidance(lang), facts=facts_block(sheet),
+    user = COMPOSER.render(lang, "compose_user", guidance=spec.guidance(lang), facts=facts_block(sheet),
                   roles=roles_block(sheet.subgraph, lang))
-    request = LLMRequest.chat(render(lang, "compose_system"), user, output=model, sample_index=attempt,
+    request = LLMRequest.chat(COMPOSER.render(lang, "compose_system"), user, output=model, sample_index=attempt,
                               sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
     response = call_llm(llm, request, "compose", f"{candidate_id}-a{attempt}")
     return _to_draft(response, sheet, lang, candidate_id, attempt, model)
 
 
 def feedback_block(verdicts: list[Verdict], lang: str) -> str:
-    say = phrases(lang)
+    say = COMPOSER.phrases(lang)
     failed = [v for v in verdicts if not v.ok and not v.skipped] or list(verdicts)
     lines = [
         say["feedback_item"].format(validator=v.validator, text=defuse(v.feedback or v.reason, FEEDBACK_CHARS))
@@ -165,7 +166,7 @@ def revise(
 ) -> Draft:
     attempt = draft.attempt + 1
     model = draft_model(len(sheet.subgraph.chunk_ids))
-    user = render(
+    user = COMPOSER.render(
         lang, "revise_user",
         guidance=spec.guidance(lang),
         facts=facts_block(sheet),
@@ -174,7 +175,7 @@ def revise(
         answer=defuse(draft.answer or "-", 200),
         feedback=feedback_block(verdicts, lang),
     )
-    request = LLMRequest.chat(render(lang, "revise_system"), user, output=model, sample_index=attempt,
+    request = LLMRequest.chat(COMPOSER.render(lang, "revise_system"), user, output=model, sample_index=attempt,
                               sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
     response = call_llm(llm, request, "revise", f"{draft.candidate_id}-a{attempt}")
     revised = _to_draft(response, sheet, lang, draft.candidate_id, attempt, model)

@@ -20,14 +20,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from factory.compose.common import ComposeError, defuse, entity_name, labels_for, render
 from factory.compose.llm_call import call_llm
+from factory.compose.passages import defuse, entity_name, labels_for
+from factory.errors import FactoryError
 from factory.llm.types import LLMRequest, Sampling
+from factory.prompts import COMPOSER
 from factory.records import Fact, FactSheet, Subgraph
 
 PER_PASSAGE = 4
 PASSAGE_CHARS = 1800  # keeps n passages well inside a small model's context
 FACT_CHARS = 300
+
+
+class ComposeError(FactoryError):
+    """The fact sheet could not be built; ``raw`` keeps what the model said."""
+
+    def __init__(self, reason: str, raw: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
 
 
 @lru_cache(maxsize=16)
@@ -74,14 +85,14 @@ def build_fact_sheet(
 ) -> FactSheet:
     labels = labels_for(subgraph)
     model = facts_model(len(labels))
-    user = render(
+    user = COMPOSER.render(
         lang, "facts_user",
         passages=passages_block(subgraph, chunk_texts),
         entities=defuse(", ".join(key_entities(subgraph)), 600) or "-",  # NER names are corpus text too
         per_passage=PER_PASSAGE,
         labels=", ".join(labels),
     )
-    request = LLMRequest.chat(render(lang, "facts_system"), user, output=model,
+    request = LLMRequest.chat(COMPOSER.render(lang, "facts_system"), user, output=model,
                               sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
     response = call_llm(llm, request, "facts", item_id)
     if response.error:

@@ -12,27 +12,15 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
 from factory.graph.selectors.base import NoSubgraph, SelectionIndex, SelectorParams
-from factory.graph.selectors.chain import select_calculation, select_chain, select_temporal
-from factory.graph.selectors.comparison import select_comparison
-from factory.graph.selectors.intersection import select_intersection
+from factory.graph.selectors.registry import SELECTORS
 from factory.records import Cell, Subgraph
 
 __all__ = ["NoSubgraph", "SelectionIndex", "SelectorParams", "SELECTORS", "select_subgraph", "unsupported_cells"]
-
-Selector = Callable[..., Subgraph]
-
-SELECTORS: dict[str, Selector] = {
-    "chain": select_chain,
-    "intersection": select_intersection,
-    "temporal": select_temporal,
-    "comparison": select_comparison,
-    "calculation": select_calculation,
-}
 
 _TAXONOMY: dict[str, Any] = {}
 _TAXONOMY_LOCK = threading.Lock()

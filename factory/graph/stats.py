@@ -22,7 +22,6 @@ folder, so a million chunks need no in-memory graph and no Python loop over pair
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
@@ -30,6 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from factory.clock import utc_now
+from factory.files import replace_atomically
 from factory.store.schema import table_specs
 
 STATS_TABLES = ("chunk_entities", "entities", "entity_pairs")
@@ -186,12 +187,7 @@ def _copy(con, store, table: str, select_sql: str, generation: str, written_at: 
     )
     final = store.table_dir(table) / f"stats-{generation}.parquet"
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
+    replace_atomically(tmp, final)
     return final
 
 
@@ -212,7 +208,7 @@ def compute_statistics(store, run_id: str, *, memory_limit: str = MEMORY_LIMIT) 
     """
     started = time.perf_counter()
     generation = _new_generation()
-    written_at = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+    written_at = utc_now().isoformat(sep=" ")
     spill = store.root / "tmp" / f"duckdb-spill-{generation}"
     con = store.connect()
     try:

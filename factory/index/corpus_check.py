@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from factory.benchmark_folder import BenchmarkFolderError, read_corpus
 from factory.index.base import SearchIndexError
-
-if TYPE_CHECKING:
-    from factory.index.fixed import Manifest
+from factory.index.manifest import Manifest
 
 
 def _digest(rows: Iterable[tuple[str, ...]]) -> str:
@@ -61,7 +60,7 @@ def _index_rows(index_path: Path, key: str) -> dict[str, str]:
     return {cid: _row_hash(title, text) for cid, title, text in zip(ids, titles, texts)}
 
 
-def check_store(manifest: "Manifest", store: Any, index_path: Path) -> None:
+def check_store(manifest: Manifest, store: Any, index_path: Path) -> None:
     rows = store.query("SELECT chunk_id, content_hash FROM chunks WHERE lang = ?", [manifest.lang])
     pairs = [(r["chunk_id"], r["content_hash"]) for r in rows]
     if fingerprint(pairs) == manifest.corpus_fingerprint and len(pairs) == manifest.chunk_count:
@@ -75,22 +74,13 @@ def check_store(manifest: "Manifest", store: Any, index_path: Path) -> None:
 
 def read_beir_corpus(path: Path) -> list[tuple[str, str, str]]:
     """(_id, title, text) rows of a BEIR corpus.jsonl; a bad line is an error naming it."""
-    if not path.is_file():
-        raise SearchIndexError(f"{path}: corpus file not found")
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                rows.append((str(record["_id"]), record.get("title") or "", record["text"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SearchIndexError(f"{path}:{number}: not a BEIR corpus record with _id and text ({exc})") from exc
-    return rows
+    try:
+        return [(p.chunk_id, p.title, p.text) for p in read_corpus(path)]
+    except BenchmarkFolderError as exc:
+        raise SearchIndexError(str(exc)) from exc
 
 
-def check_corpus_file(manifest: "Manifest", corpus_path: Path, index_path: Path) -> None:
+def check_corpus_file(manifest: Manifest, corpus_path: Path, index_path: Path) -> None:
     rows = read_beir_corpus(corpus_path)
     if text_fingerprint(rows) == manifest.text_fingerprint and len(rows) == manifest.chunk_count:
         return

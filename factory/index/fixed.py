@@ -31,49 +31,20 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Sequence
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, ValidationError
 
+from factory.files import file_sha256
 from factory.index import corpus_check
 from factory.index.analysis import LANGS, Analyzer
 from factory.index.base import SearchIndexError, Searcher
 from factory.index.bm25 import BM25Searcher, Bm25sScorer, RankBm25Scorer
 from factory.index.dense import DenseSearcher, encode_to_file, load_vectors
-from factory.index.encoders import file_sha256, load_encoder, resolve_model_name
+from factory.index.encoders import load_encoder, resolve_model_name
 from factory.index.hybrid import HybridSearcher
+from factory.index.manifest import DenseInfo, Manifest, read_manifest
 from factory.settings import IndexSettings, Settings
 
-FORMAT_VERSION = 1
-INDEX_TEXT = "title + '\\n' + text (text alone when the title is empty)"
 SearcherKind = Literal["bm25", "dense", "hybrid"]
 ChunkTuple = tuple[str, str, str | None] | tuple[str, str, str, str | None]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DenseInfo(_Model):
-    model: str
-    dim: int
-    files: dict[str, str]
-    files_hash: str
-    batch_size: int
-
-
-class Manifest(_Model):
-    format_version: int = FORMAT_VERSION
-    lang: str
-    chunk_count: int
-    corpus_fingerprint: str
-    text_fingerprint: str
-    index_text: str = INDEX_TEXT
-    analyzer: dict[str, Any]
-    bm25: dict[str, Any]
-    dense: DenseInfo | None = None
-    libraries: dict[str, str]
-    files: dict[str, str]
-    built_at: str
-    build_seconds: float
 
 
 def index_text(title: str | None, text: str) -> str:
@@ -363,22 +334,6 @@ class FixedIndex:
         searcher = DenseSearcher(encoder, vectors, self.chunk_ids, self.index_texts, self.settings.snippet_tokens)
         self._searchers[("dense", "")] = searcher
         return searcher
-
-
-def read_manifest(path: str | Path) -> Manifest:
-    path = Path(path)
-    file = path / "manifest.json"
-    if not path.exists():
-        raise SearchIndexError(f"{path}: no index here; build one with `factory index build --store PATH --out {path}`")
-    if not file.is_file():
-        raise SearchIndexError(f"{file}: missing, so {path} is not an index (or its build did not finish); rebuild it")
-    try:
-        manifest = Manifest.model_validate_json(file.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        raise SearchIndexError(f"{file}: not a valid index manifest: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from exc
-    if manifest.format_version > FORMAT_VERSION:
-        raise SearchIndexError(f"{file}: index format {manifest.format_version} is newer than this factory's ({FORMAT_VERSION})")
-    return manifest
 
 
 def open_index(

@@ -27,6 +27,7 @@ from typing import Any
 
 from factory.llm.fake import FakeLLM, rule_reply
 from factory.llm.types import LLMRequest
+from factory.prompts import COMPOSER
 
 _PASSAGE = re.compile(r'<passage id="(P\d+)">\s*(.*?)\s*</passage>', re.DOTALL)
 _FACT_LINE = re.compile(r"^\[(P\d+)\]\s*(.+)$", re.MULTILINE)
@@ -135,10 +136,8 @@ class FactoryFake:
 
     # ---------------------------------------------------------------- draft
     def draft(self, user: str) -> dict[str, Any]:
-        from factory.compose.common import phrases
-
         lang = _lang(user)
-        say = phrases(lang)
+        say = COMPOSER.phrases(lang)
         facts: dict[str, list[str]] = {}
         for label, text in _FACT_LINE.findall(user):
             facts.setdefault(label, []).append(text.strip())

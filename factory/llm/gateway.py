@@ -25,9 +25,10 @@ import uuid
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Sequence
 
+from factory.clock import utc_now
 from factory.llm.base import describe_error, guarded
 from factory.llm.structured import check_output, merge_repair, repair_request
 from factory.llm.types import LLM, LLMRequest, LLMResponse
@@ -206,7 +207,7 @@ class Gateway:
             self.stats.by_stage[stage].cache_hits += 1
 
     def _call(self, request: LLMRequest, key: str, stage: str, item_id: str) -> LLMResponse:
-        started = datetime.now(timezone.utc).replace(tzinfo=None)
+        started = utc_now()
         with self._slots:
             t0 = time.perf_counter()
             response = self._checked(request, self._ask(request))

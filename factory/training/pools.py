@@ -26,7 +26,8 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.settings import TrainingSettings
-from factory.training.similarity import SimilarityIndex, support_key
+from factory.store import json_value
+from factory.task_similarity import SimilarityIndex, support_key
 from factory.training.tasks import BenchmarkTask, TrainingTask
 
 POOLS = ("sft", "rl")
@@ -72,12 +73,6 @@ class PoolReport(_Model):
         return None
 
 
-def _json(value: Any) -> Any:
-    import json
-
-    return json.loads(value) if isinstance(value, str) else value
-
-
 def stored_pools(store: Any) -> dict[str, PoolDecision]:
     rows = store.query(
         "SELECT task_id, lang, pool, reason, group_key, related_to, detail, run_id FROM training_pools ORDER BY task_id"
@@ -85,7 +80,7 @@ def stored_pools(store: Any) -> dict[str, PoolDecision]:
     return {
         r["task_id"]: PoolDecision(
             task_id=r["task_id"], lang=r.get("lang") or "", pool=r["pool"], reason=r.get("reason") or "",
-            group_key=r.get("group_key") or "", related_to=r.get("related_to"), detail=_json(r.get("detail")) or {},
+            group_key=r.get("group_key") or "", related_to=r.get("related_to"), detail=json_value(r.get("detail")) or {},
             run_id=r.get("run_id") or "",
         )
         for r in rows

@@ -9,13 +9,14 @@ the command line, and (``training.exclude_build_runs``) the tasks of every
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from factory.benchmark_folder import TASKS, BenchmarkFolderError, read_jsonl
 from factory.errors import FactoryError
+from factory.store import json_value
 
 
 class TrainingError(FactoryError):
@@ -51,15 +52,6 @@ class BenchmarkTask(_Model):
     source: str = "folder"  # folder | build_run
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def load_tasks(store: Any, langs: Iterable[str] | None = None) -> list[TrainingTask]:
     """Every accepted task in the store (one row per task id), ordered by id."""
     rows = store.query(
@@ -71,7 +63,7 @@ def load_tasks(store: Any, langs: Iterable[str] | None = None) -> list[TrainingT
     for row in rows:
         if wanted is not None and row["lang"] not in wanted:
             continue
-        difficulty = _json(row.get("difficulty"))
+        difficulty = json_value(row.get("difficulty"))
         tasks.append(TrainingTask(
             task_id=row["task_id"],
             lang=row.get("lang") or "en",
@@ -92,20 +84,14 @@ def load_tasks(store: Any, langs: Iterable[str] | None = None) -> list[TrainingT
 def read_benchmark_folder(folder: str | Path) -> list[BenchmarkTask]:
     """The tasks of an exported benchmark folder (its ``tasks.jsonl``)."""
     folder = Path(folder)
-    path = folder / "tasks.jsonl"
+    path = folder / TASKS
     if not path.is_file():
         raise TrainingError(f"{folder}: no tasks.jsonl; --exclude-benchmark wants a benchmark folder")
     name = str(folder.resolve())
     tasks = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrainingError(f"{path}:{line_no}: not JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or not row.get("task_id") or not isinstance(row.get("question"), str):
+    try:
+        for line_no, row in read_jsonl(path):
+            if not row.get("task_id") or not isinstance(row.get("question"), str):
                 raise TrainingError(f"{path}:{line_no}: a task needs task_id and question")
             support = row.get("support_chunk_ids") or []
             if not isinstance(support, list):
@@ -114,6 +100,8 @@ def read_benchmark_folder(folder: str | Path) -> list[BenchmarkTask]:
                 benchmark=name, task_id=str(row["task_id"]), lang=str(row.get("lang") or ""),
                 question=row["question"], support_chunk_ids=[str(c) for c in support], source="folder",
             ))
+    except BenchmarkFolderError as exc:
+        raise TrainingError(str(exc)) from exc
     return tasks
 
 

@@ -18,7 +18,7 @@ from factory.index.base import Searcher
 from factory.llm.types import LLMRequest, LLMResponse
 from factory.records import Draft, Subgraph, Verdict
 from factory.settings import ValidateSettings
-from factory.validate.text import Lexicon
+from factory.validate.tokens import Lexicon
 
 
 @runtime_checkable

@@ -4,17 +4,8 @@ parsed as a template itself, so corpus text in it is safe."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-
-import yaml
-
-
-@lru_cache(maxsize=4)
-def _texts(lang: str) -> dict[str, str]:
-    folder = resources.files("factory.validate") / "prompts" / (lang if lang in {"en", "ru"} else "en")
-    return yaml.safe_load((folder / "feedback.yaml").read_text(encoding="utf-8"))
+from factory.prompts import VALIDATORS
 
 
 def say(lang: str, key: str, **values: object) -> str:
-    return _texts(lang)[key].format(**values)
+    return VALIDATORS.phrases(lang, "feedback.yaml")[key].format(**values)

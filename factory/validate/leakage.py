@@ -16,7 +16,7 @@ from typing import Sequence
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
-from factory.validate.text import Lexicon, Token, content, proper_starts, token_match, tokenize
+from factory.validate.tokens import Lexicon, Token, content, proper_starts, token_match, tokenize
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,12 @@ corpus text inserted into a prompt is never parsed as a template itself).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.llm.types import LLMRequest, LLMResponse, Sampling
+from factory.prompts import VALIDATORS
 from factory.records import Draft
 from factory.validate.base import ValidationContext
 from factory.validate.matching import Match, match_answer
@@ -39,14 +37,8 @@ class JudgeAnswer(BaseModel):
     same: bool = False
 
 
-@lru_cache(maxsize=None)
-def prompt_template(name: str, lang: str) -> Template:
-    folder = resources.files("factory.validate") / "prompts" / (lang if lang in {"en", "ru"} else "en")
-    return Template((folder / f"{name}.txt").read_text(encoding="utf-8"))
-
-
 def render(name: str, lang: str, **values: str) -> str:
-    return prompt_template(name, lang).safe_substitute(**values)
+    return VALIDATORS.template(lang, name).safe_substitute(**values)
 
 
 def references(draft: Draft) -> list[str]:

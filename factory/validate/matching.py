@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from factory.validate.text import Token, tokenize
+from factory.validate.tokens import Token, tokenize
 
 ARTICLES = {"a", "an", "the"}
 _NUMBER_WORDS = {

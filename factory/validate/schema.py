@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-from factory.compose.common import template_placeholders
+from factory.prompts import COMPOSER
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
-from factory.validate.text import content, tokenize
+from factory.validate.tokens import content, tokenize
 
 # a finite verb-like token in an answer marks a sentence ('He founded the works in 1834')
 _SENTENCE_WORDS = {
@@ -83,7 +83,7 @@ class SchemaValidator:
 
 def _echoed(draft: Draft, lang: str) -> list[str]:
     """Fields whose value is one of the prompt's example values (copied, not written)."""
-    examples = template_placeholders(lang) | template_placeholders("en")
+    examples = COMPOSER.json_examples(lang) | COMPOSER.json_examples("en")
     fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases)}
     return [name for name, values in fields.items() if any(v.strip().casefold() in examples for v in values)]
 

@@ -14,7 +14,7 @@ import math
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
 from factory.validate.feedback import say
-from factory.validate.text import tokenize
+from factory.validate.tokens import tokenize
 
 
 class ShortcutValidator:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from factory.compose.common import ComposeError
+from factory.compose.facts import ComposeError
 from factory.compose.facts import build_fact_sheet, facts_model, load_chunk_texts
 from factory.llm.fake import FakeLLM, rule_fake
 from factory.llm.types import LLMResponse

@@ -109,7 +109,10 @@ def killed_build(prefect_api: str, tmp_path_factory: pytest.TempPathFactory, mix
                 sample = store.query("SELECT candidate_id, validator, reason, feedback FROM rejected_tasks LIMIT 3")
                 seen["rejected_while_running"] = (rejected, sample, process.poll() is None)
             accepted = store.scalar("SELECT count(*) FROM tasks")
-            in_flight = store.scalar("SELECT count(*) FROM candidates WHERE status = 'started'")
+            # in flight with a recorded LLM call: the rerun must serve that call from the cache
+            in_flight = store.scalar(
+                "SELECT count(*) FROM candidates c WHERE c.status = 'started' AND EXISTS "
+                "(SELECT 1 FROM llm_calls l WHERE starts_with(l.item_id, c.candidate_id))")
             if accepted >= 2 and in_flight and "rejected_while_running" in seen:
                 os.killpg(process.pid, signal.SIGKILL)  # the whole group: the flow and its worker threads
                 process.wait(timeout=30)

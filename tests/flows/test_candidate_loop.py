@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from factory.params import BuildParams
 from flows.build_benchmark import resolve_build, run_id_for
 
 # the candidate loop itself (targets, budgets, concurrency, resume) is tested in test_ordered_loop.py
@@ -12,7 +13,8 @@ from flows.build_benchmark import resolve_build, run_id_for
 def _plan(tmp_path: Path, **kw):
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text('{"id": "a", "text": "x"}\n')
-    return resolve_build("en", corpus, kw.pop("n", 4), "fake", tmp_path / "out", **kw)
+    return resolve_build(BuildParams(lang="en", corpus=str(corpus), n=kw.pop("n", 4), llm_spec="fake",
+                                     out=str(tmp_path / "out"), **kw))
 
 
 def test_settings_profile_and_run_identity(tmp_path: Path) -> None:
@@ -25,7 +27,7 @@ def test_settings_profile_and_run_identity(tmp_path: Path) -> None:
     assert again.run_id == demo.run_id and again.store_path == tmp_path / "out" / "store"
     # flags beat the profile
     capped = _plan(tmp_path, profile="demo", concurrency=7)
-    assert capped.concurrency == 7
+    assert capped.limits.concurrency == 7
     url_a = run_id_for("en", tmp_path, "openai:http://a:8000/v1#m", 1, tmp_path, "full")
     url_b = run_id_for("en", tmp_path, "openai:http://b:9000/v1#m", 1, tmp_path, "full")
     assert url_a == url_b  # the endpoint may move between tries; the model may not

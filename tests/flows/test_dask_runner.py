@@ -1,7 +1,8 @@
-"""A build on a local two-worker Dask cluster gives the same tasks as one on this machine's threads.
+"""A build on a local two-worker Dask cluster gives the same tasks as one on this machine's
+threads, and as `factory generate` with the same seed.
 
 Same seed, same scripted model (``fake:factory``), same concurrency: candidates are drawn
-and settled in order by the flow's driver (factory/ordered.py), so which worker runs what,
+and settled in order by one driver (factory/generate/settle.py), so which worker runs what,
 and when it finishes, changes nothing. The budget is an attempt budget, which the loop
 keeps exactly (a target reached mid-flight would let timing decide the tail).
 """
@@ -16,7 +17,8 @@ import pytest
 
 from factory.store import Store
 
-from training_helpers import CORPUS_EN, copy_store, prepare_store, relaxed_shortcut  # noqa: F401 - a fixture
+from training_helpers import (CORPUS_EN, copy_store, factory_generate, prepare_store,  # noqa: F401 - a fixture
+                              relaxed_shortcut, run_outcomes)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("relaxed_shortcut")]
 
@@ -47,17 +49,6 @@ def _build(out: Path, task_runner: str) -> dict:
                            seed=5, concurrency=2, max_attempts=10, task_runner=task_runner)
 
 
-def _outcomes(store: Store, run_id: str) -> tuple[list, list]:
-    candidates = store.query("SELECT idx, cell, status, stage, validator, reason, subgraph FROM candidates "
-                             "WHERE run_id = ? ORDER BY idx", [run_id])
-    for row in candidates:  # the selected subgraph, without its timing figures
-        subgraph = json.loads(row.pop("subgraph") or "{}")
-        row["subgraph"] = {k: v for k, v in subgraph.items() if k != "figures"}
-    tasks = store.query("SELECT task_id, cell, question, answer, support_chunk_ids, answer_chunk_id FROM tasks "
-                        "WHERE run_id = ? ORDER BY task_id", [run_id])
-    return candidates, tasks
-
-
 def _writer_pids(store: Store, table: str) -> set[int]:
     # writer ids end in "-<pid>-<8 hex>": which processes wrote the table's rows
     return {int(r["w"].rsplit("-", 2)[-2]) for r in store.query(f'SELECT DISTINCT _writer AS w FROM "{table}__segments"')}
@@ -79,15 +70,20 @@ def test_a_build_on_two_dask_workers_accepts_the_same_tasks_as_threads(
     assert on_threads["run_id"] == on_dask["run_id"]  # the same command: the same run and random streams
     assert on_threads["stopped_by"] == on_dask["stopped_by"] == "max_attempts"
     threads_store, dask_store = Store(threads_out / "store"), Store(dask_out / "store")
-    threads_candidates, threads_tasks = _outcomes(threads_store, on_threads["run_id"])
-    dask_candidates, dask_tasks = _outcomes(dask_store, on_dask["run_id"])
+    threads_candidates, threads_tasks = run_outcomes(threads_store, on_threads["run_id"])
+    dask_candidates, dask_tasks = run_outcomes(dask_store, on_dask["run_id"])
     assert len(threads_candidates) == 10 and len(threads_tasks) >= 2
     assert dask_tasks == threads_tasks  # the same accepted tasks, field by field
     assert dask_candidates == threads_candidates  # and the same draws and rejections, for the same reasons
+    # `factory generate` with the same seed runs the same loop in one process: the same again
+    generated = copy_store(prepared, tmp_path / "generate")
+    summary = factory_generate(generated, seed=5, n=50, max_attempts=10, concurrency=2)
+    assert run_outcomes(generated, summary["run_id"]) == (threads_candidates, threads_tasks)
     # (token counts may differ: each worker process has its own LLM cache, so repeated prompts are
     # answered from cache less often than in one process)
     exported = [json.loads(line) for line in (dask_out / "tasks.jsonl").read_text().splitlines()]
-    assert [t["task_id"] for t in exported] == [t["task_id"] for t in threads_tasks]
+    assert [(t["question"], t["support_chunk_ids"]) for t in exported] == \
+        [(t["question"], t["support_chunk_ids"]) for t in threads_tasks]
 
     # the Dask build really ran on both workers, each writing its own segments to the one store
     worker_pids = set(client.run(os.getpid).values())

@@ -9,13 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from factory.ordered import Budget, Job, RunState, run_in_order
+from factory.generate import CandidateOutcome, Job, RunLimits, RunState, run_in_order
 from factory.taxonomy import NoCellsLeft
 
 
-class Outcome:
-    def __init__(self, index: int, status: str, tokens: int, cell: str) -> None:
-        self.index, self.status, self.tokens, self.cell = index, status, tokens, cell
+def Outcome(index: int, status: str, tokens: int, cell: str) -> CandidateOutcome:
+    return CandidateOutcome(candidate_id=f"c{index}", run_id="toy", index=index, seed=0, lang="en", status=status,
+                            cell=cell, tokens=tokens)
 
 
 class ToyDriver:
@@ -27,11 +27,14 @@ class ToyDriver:
         self.fail_draw_at = fail_draw_at
         self.jobs: list[Job] = []
         self.settled: list[int] = []
+        self.seen_at_draw: dict[int, set[int]] = {}
 
-    def draw(self, index: int) -> Job:
+    def draw(self, index: int, settled_upto: int) -> Job:
         if index == self.fail_draw_at:
             raise NoCellsLeft("every cell is unsupported")
-        job = Job(index=index, cell=f"cell-{self.accepted % 5}", avoid=tuple((str(i),) for i in range(self.accepted)))
+        self.seen_at_draw[index] = set(self.settled)
+        job = Job(index=index, cell=f"cell-{self.accepted % 5}", settled_upto=settled_upto,
+                  avoid=tuple((str(i),) for i in range(self.accepted)))
         self.jobs.append(job)
         return job
 
@@ -77,7 +80,8 @@ def test_the_same_jobs_and_outcomes_whatever_the_timing(concurrency: int) -> Non
     for seed in (1, 2, 3):
         driver = ToyDriver()
         submit, live, pool = _runner(driver, seed=seed)
-        report = run_in_order(submit, driver, Budget(max_attempts=30, concurrency=concurrency, lookahead=2 * concurrency))
+        report = run_in_order(submit, driver, RunLimits(max_attempts=30, concurrency=concurrency,
+                                                        lookahead=2 * concurrency))
         pool.shutdown()
         assert report.settled == list(range(30)) and report.stopped_by == "max_attempts"
         assert live["peak"] <= concurrency
@@ -90,7 +94,7 @@ def test_the_same_jobs_and_outcomes_whatever_the_timing(concurrency: int) -> Non
 def test_stops_at_the_target_with_bounded_concurrency() -> None:
     driver = ToyDriver(accept_every=3)
     submit, live, pool = _runner(driver, fail_at=5)
-    report = run_in_order(submit, driver, Budget(n=4, max_attempts=100, concurrency=3))
+    report = run_in_order(submit, driver, RunLimits(n=4, max_attempts=100, concurrency=3))
     pool.shutdown()
     assert report.stopped_by == "target"
     assert report.accepted >= 4 and live["peak"] <= 3
@@ -105,25 +109,41 @@ def test_budgets_and_resume() -> None:
     driver = ToyDriver(accept_every=100)
     submit, live, pool = _runner(driver)
     # candidates 0, 1 and 3 finished in an earlier try: only the others run, within the budget
-    report = run_in_order(submit, driver, Budget(n=50, max_attempts=6, concurrency=2),
+    report = run_in_order(submit, driver, RunLimits(n=50, max_attempts=6, concurrency=2),
                           RunState(done={0, 1, 3}, accepted=1, tokens=0))
     assert report.stopped_by == "max_attempts"
     assert sorted(live["seen"]) == [2, 4, 5] and report.settled == [2, 4, 5]
-    assert report.accepted == 1 and report.resumed_done == 3
+    assert report.accepted_total == 1 and report.accepted == 0 and report.resumed_done == 3
 
     driver = ToyDriver(accept_every=100)
     submit, live, pool = _runner(driver, tokens=10)
-    report = run_in_order(submit, driver, Budget(n=50, max_attempts=100, token_budget=35, concurrency=2),
+    report = run_in_order(submit, driver, RunLimits(n=50, max_attempts=100, token_budget=35, concurrency=2),
                           RunState(tokens=5))
     pool.shutdown()
     assert report.stopped_by == "token_budget"
-    assert report.tokens >= 35 and len(live["seen"]) <= 5  # 5 + 3*10 reaches 35; at most 2 more in flight
+    assert report.tokens_total >= 35 and len(live["seen"]) <= 5  # 5 + 3*10 reaches 35; at most 2 more in flight
 
 
 def test_no_cells_left_stops_the_run() -> None:
     driver = ToyDriver(fail_draw_at=4)
     submit, live, pool = _runner(driver)
-    report = run_in_order(submit, driver, Budget(max_attempts=20, concurrency=2))
+    report = run_in_order(submit, driver, RunLimits(max_attempts=20, concurrency=2))
     pool.shutdown()
     assert report.stopped_by == "no_cells_left" and report.settled == [0, 1, 2, 3]
     assert "unsupported" in report.errors[-1]
+
+
+@pytest.mark.parametrize("done", [set(), {0, 1, 3, 6}], ids=["fresh", "resumed"])
+def test_a_draw_waits_for_every_candidate_lookahead_before_it(done: set[int]) -> None:
+    """Candidate i is drawn once 0 .. i - lookahead are settled (or finished by an earlier try),
+    whatever finished first: what a draw may see never depends on timing or on a resume."""
+    driver = ToyDriver()
+    submit, live, pool = _runner(driver, seed=4)
+    limits = RunLimits(max_attempts=16, concurrency=2, lookahead=3)
+    report = run_in_order(submit, driver, limits, RunState(done=set(done)))
+    pool.shutdown()
+    assert report.stopped_by == "max_attempts"
+    for job in driver.jobs:
+        assert job.settled_upto == job.index - limits.window
+        needed = set(range(job.settled_upto + 1)) - done
+        assert needed <= driver.seen_at_draw[job.index], job

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from factory.store import Store
-from factory.training_set import TaskScope, stream_seed, training_run_id
+from factory.generate import TaskScope, stream_seed, training_run_id
 
 from training_helpers import (CORPUS_EN, assert_no_duplicates, assert_rows_complete, copy_store, prepare_store,
                               relaxed_shortcut, run_training, set_tasks)
@@ -43,7 +43,7 @@ def test_run_ids_and_streams_differ_per_run() -> None:
 
 
 def test_runs_grow_one_training_set_without_duplicates(prepared: Path, tmp_path: Path) -> None:
-    from factory.driver import RunDriver
+    from factory.generate import Settler
     from factory.settings import load_settings
 
     store = copy_store(prepared, tmp_path / "store")
@@ -71,13 +71,13 @@ def test_runs_grow_one_training_set_without_duplicates(prepared: Path, tmp_path:
     # coverage is carried over: a further run's sampler starts from the whole set's accepted counts
     db = Store(store)
     settings = load_settings(**{"build.dense": "none"})
-    driver = RunDriver(db, settings, lang="en", run_id="train-next", seed=1,
+    driver = Settler(db, settings, lang="en", run_id="train-next", seed=1,
                        scope=TaskScope(run_id="train-next", lang="en", training_set="set-a"))
     counted = {cell: n for cell, n in driver.sampler.accepted.items() if n}
     assert counted == dict(Counter(t["cell"] for t in set_tasks(store, "set-a")))
     assert sum(driver.sampler.drawn.values()) == sum(report.started for report, _ in reports)
     driver.close()
-    other = RunDriver(db, settings, lang="en", run_id="train-other", seed=1,
+    other = Settler(db, settings, lang="en", run_id="train-other", seed=1,
                       scope=TaskScope(run_id="train-other", lang="en", training_set="set-b"))
     assert sum(other.sampler.accepted.values()) == 0  # another set in the same store starts from nothing
     other.close()
@@ -88,7 +88,7 @@ def test_rerunning_a_run_id_continues_it(prepared: Path, tmp_path: Path) -> None
     first, run = run_training(store, training_set="set-r", run_id="train-set-r-fixed", max_attempts=5)
     again, rerun = run_training(store, training_set="set-r", run_id="train-set-r-fixed", max_attempts=5)
     assert rerun.seed == run.seed
-    assert again.started == 0 and again.resumed_done == 5 and again.accepted == first.accepted
+    assert again.started == 0 and again.resumed_done == 5 and again.accepted_total == first.accepted
     assert len(set_tasks(store, "set-r")) == first.accepted
 
 

@@ -51,22 +51,21 @@ def run_training(store: Path, *, training_set: str, run_id: str | None = None, s
 
     ``stream``: force the run's stream seed (two runs with the same one compose the same tasks).
     """
-    from factory.ingest import record_run
-    from factory.ordered import run_in_order
-    from factory.training_set import TRAINING_COMMAND
-    from factory.worker import close_contexts, run_job
+    from factory.store.runs import record_run
+    from factory.generate import TRAINING_COMMAND, close_contexts, run_in_order, run_job, start_run
+    from factory.params import TrainingRunParams
     from flows.generate_training_data import resolve_training_run
-    from flows.generation import start_generation
 
-    run = resolve_training_run(str(CORPUS_EN), "en", str(store), llm, training_set, max_attempts,
-                               seed=seed, concurrency=concurrency, run_id=run_id)
+    run = resolve_training_run(TrainingRunParams(
+        corpus=str(CORPUS_EN), lang="en", store=str(store), llm_spec=llm, training_set=training_set,
+        max_attempts=max_attempts, seed=seed, concurrency=concurrency, run_id=run_id))
     if stream is not None:
         run.seed = stream
     record_run(Store(store), run.run_id, TRAINING_COMMAND, run.settings)
-    driver, worker, state = start_generation(run)
+    driver, worker, state = start_run(run)
     try:
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            report = run_in_order(lambda job: pool.submit(run_job, job, worker), driver, run.budget, state)
+            report = run_in_order(lambda job: pool.submit(run_job, job, worker), driver, run.limits, state)
     finally:
         driver.close()
         close_contexts(run.run_id)
@@ -74,7 +73,7 @@ def run_training(store: Path, *, training_set: str, run_id: str | None = None, s
 
 
 def set_tasks(store: Path | Store, training_set: str) -> list[dict[str, Any]]:
-    from factory.training_set import TaskScope
+    from factory.generate import TaskScope
 
     db = store if isinstance(store, Store) else Store(store)
     return TaskScope(run_id="", lang="en", training_set=training_set).accepted(db)
@@ -100,3 +99,36 @@ def assert_rows_complete(store: Path | Store, run_id: str, started: int) -> None
         "SELECT candidate_id FROM candidates WHERE run_id = ? AND status = 'accepted'", [run_id])}
     tasks = {r["task_id"] for r in db.query("SELECT task_id FROM tasks WHERE run_id = ?", [run_id])}
     assert accepted == tasks
+
+
+def run_outcomes(store: Path | Store, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run's candidates (draws and how each ended) and its tasks, in candidate order, without ids
+    or timings: what must be the same whatever ran the run."""
+    import json
+
+    db = store if isinstance(store, Store) else Store(store)
+    candidates = db.query("SELECT idx, cell, status, stage, validator, reason, subgraph FROM candidates "
+                          "WHERE run_id = ? ORDER BY idx", [run_id])
+    for row in candidates:  # the selected subgraph, without its timing figures
+        subgraph = json.loads(row.pop("subgraph") or "{}")
+        row["subgraph"] = {k: v for k, v in subgraph.items() if k != "figures"}
+    tasks = db.query("SELECT c.idx, t.cell, t.question, t.answer, t.support_chunk_ids, t.answer_chunk_id "
+                     "FROM tasks t JOIN candidates c ON c.candidate_id = t.candidate_id WHERE t.run_id = ? "
+                     "ORDER BY c.idx", [run_id])
+    return candidates, tasks
+
+
+def factory_generate(store: Path, *, seed: int, n: int, max_attempts: int, concurrency: int,
+                     llm: str = "fake:factory") -> dict[str, Any]:
+    """`factory generate` on a prepared store, in this process; its JSON summary."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from factory.cli import app
+
+    result = CliRunner().invoke(app, [
+        "generate", "--store", str(store), "--index", str(store / "index-en"), "--llm", llm, "--n", str(n),
+        "--max-attempts", str(max_attempts), "--seed", str(seed), "--concurrency", str(concurrency), "--json"])
+    assert result.exit_code == 0, result.output[-3000:]
+    return json.loads(result.output.strip().splitlines()[-1])

@@ -1,9 +1,9 @@
 """Crash loop: `factory generate` SIGKILLed (its whole process group) at ten seeded random
 moments and rerun each time ends with exactly what one uninterrupted run produces.
 
-Both runs use the same seed, one candidate in flight (an uninterrupted run with more is
-not deterministic: the cell sampler's weights depend on the order candidates finish)
-and ``durablefake``: the rule-based ``fake:factory`` with its memory of composed
+Both runs use the same seed, one candidate in flight (with more, which candidates are in
+flight when the target is reached, and so finish after it, is a matter of timing) and
+``durablefake``: the rule-based ``fake:factory`` with its memory of composed
 questions on disk, since a real model keeps no memory across processes either.
 """
 

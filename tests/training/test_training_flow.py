@@ -16,7 +16,7 @@ def test_export_training_flow(store, tmp_path, monkeypatch):
     monkeypatch.setenv("FACTORY_AGENT__MAX_ROUNDS", "1")
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.training import export_training_data
+    from flows.export_training_data import export_training_data
 
     put_chunks(store)
     put_tasks(store, EN_TASKS)

@@ -8,7 +8,7 @@ import pytest
 
 from factory.settings import TrainingSettings
 from factory.training.pools import assign_pools, check_disjoint, stored_pools
-from factory.training.similarity import SimilarityIndex
+from factory.task_similarity import SimilarityIndex
 from factory.training.tasks import TrainingError, gather_benchmark_tasks, load_tasks, read_benchmark_folder
 from trainkit import EN_TASKS, put_tasks, task
 

@@ -9,7 +9,7 @@ import pytest
 
 from factory.settings import ValidateSettings
 from factory.validate.base import DictChunks, ValidationContext
-from factory.validate.text import Lexicon
+from factory.validate.tokens import Lexicon
 
 from planted_drafts import chunk_texts
 

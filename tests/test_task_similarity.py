@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from factory.validate.duplicates import TaskDeduper
+from factory.task_similarity import TaskDeduper
 
 
 def test_near_duplicate_question_and_same_support():

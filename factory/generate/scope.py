@@ -1,4 +1,4 @@
-"""Which accepted tasks a run counts, and training sets that grow run after run.
+"""A run's scope and ids: which accepted tasks it counts, and training sets that grow run after run.
 
 A benchmark build counts its own run only: coverage and duplicates are per run. A
 *training set* is a name that many runs of ``generate_training_data`` append to (a
@@ -17,32 +17,18 @@ and the set's tasks are the tasks of those runs in that language. Every run then
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
+from factory.clock import utc_stamp
+from factory.files import file_lock
+
 TRAINING_COMMAND = "generate-training-data"
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)  # naive UTC, as the store's _written_at
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock between processes (and machines sharing the folder, over NFSv4)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def slug(name: str) -> str:
@@ -51,7 +37,7 @@ def slug(name: str) -> str:
 
 def training_run_id(name: str, unique: str | None = None) -> str:
     """A new run id: the set, the UTC time and something unique (the Prefect flow run id)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = utc_stamp()
     tail = re.sub(r"[^a-z0-9]", "", (unique or uuid.uuid4().hex).lower())[:8]
     return f"train-{slug(name)}-{stamp}-{tail}"
 
@@ -97,16 +83,22 @@ class TaskScope:
             params.append(since)
         return store.query(sql + " ORDER BY _written_at, task_id", params)
 
-    def drawn(self, store: Any) -> dict[str, int]:
-        """Cells drawn so far in scope (a candidate cut short counts: it keeps its cell)."""
+    def _others(self, others: bool) -> tuple[str, list[Any]]:
         where, params = self._runs()
+        if others:  # the scope's runs but this one
+            return f"{where} AND run_id <> ?", [*params, self.run_id]
+        return where, params
+
+    def drawn(self, store: Any, *, others: bool = False) -> dict[str, int]:
+        """Cells drawn so far in scope (a candidate cut short counts: it keeps its cell)."""
+        where, params = self._others(others)
         rows = store.query(f"SELECT cell, count(*) AS n FROM candidates WHERE {where} AND lang = ? "
                            "AND cell IS NOT NULL GROUP BY cell", [*params, self.lang])
         return {r["cell"]: int(r["n"]) for r in rows}
 
-    def unsupported(self, store: Any) -> dict[str, str]:
+    def unsupported(self, store: Any, *, others: bool = False) -> dict[str, str]:
         """Cells found structurally unsupported by the corpus in scope."""
-        where, params = self._runs()
+        where, params = self._others(others)
         rows = store.query(f"SELECT DISTINCT cell, feedback FROM candidates WHERE {where} AND lang = ? "
                            "AND stage = 'select' AND reason = 'unsupported_cell' ORDER BY cell", [*params, self.lang])
         return {r["cell"]: r["feedback"] or "" for r in rows}

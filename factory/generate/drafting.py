@@ -1,0 +1,73 @@
+"""A cell's first draft: subgraph, fact sheet, composed draft. No validation.
+
+The generation loop runs this for every candidate, then judges the draft
+(``factory.generate.judge``); ``factory compose`` runs it alone, to look at the composer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from factory.compose.composer import compose
+from factory.compose.facts import ComposeError, build_fact_sheet, load_chunk_texts
+from factory.graph.select import NoSubgraph, SelectorParams, select_subgraph
+from factory.records import Cell, Draft, FactSheet, Subgraph
+from factory.taxonomy import CellSpec, Taxonomy
+
+
+@dataclass
+class Drafted:
+    cell: Cell
+    subgraph: Subgraph | None = None
+    sheet: FactSheet | None = None
+    spec: CellSpec | None = None
+    draft: Draft | None = None
+    chunk_texts: dict[str, str] = field(default_factory=dict)
+    stopped: str | None = None  # the step that failed: select | facts
+    reason: str = ""  # why it stopped
+    structural: bool = False  # select: the corpus can never satisfy the cell
+    raw: str = ""  # facts: what the model said
+
+
+def selector_params(settings: Any) -> SelectorParams:
+    """Selector defaults from ``settings.compose`` (the taxonomy's mechanic params override them)."""
+    c = settings.compose
+    return SelectorParams(bridge_min_df=c.bridge_min_df, bridge_max_df=c.bridge_max_df,
+                          answer_max_df=c.answer_max_df, max_chunks=c.max_chunks, max_tries=c.select_tries)
+
+
+def draft_for_cell(
+    selection: Any,
+    store: Any,
+    taxonomy: Taxonomy,
+    cell: Cell,
+    llm: Any,
+    settings: Any,
+    *,
+    lang: str,
+    candidate_id: str,
+    rng: random.Random,
+    avoid: set[frozenset[str]] | None = None,
+) -> Drafted:
+    """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose."""
+    out = Drafted(cell=cell)
+    try:
+        out.subgraph = select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
+                                       params=selector_params(settings))
+    except NoSubgraph as exc:
+        out.stopped, out.reason, out.structural = "select", exc.reason, exc.structural
+        return out
+    c = settings.compose
+    out.spec = taxonomy.spec(cell, lang)
+    out.chunk_texts = load_chunk_texts(store, out.subgraph.chunk_ids)
+    try:
+        out.sheet = build_fact_sheet(out.subgraph, out.chunk_texts, llm, lang, candidate_id,
+                                     temperature=c.facts_temperature, max_tokens=c.max_tokens)
+    except ComposeError as exc:
+        out.stopped, out.reason, out.raw = "facts", exc.reason, exc.raw
+        return out
+    out.draft = compose(out.sheet, out.spec, llm, lang, candidate_id, temperature=c.compose_temperature,
+                        max_tokens=c.max_tokens)
+    return out

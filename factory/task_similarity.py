@@ -1,0 +1,148 @@
+"""When two tasks are "the same": one support set, or near-duplicate questions.
+
+Questions are sketched with datasketch MinHash over their normalised word keys and
+key bigrams (stems in English, lemmas in Russian, numbers as digits: the keys answer
+matching uses); a pair counts when the estimated Jaccard similarity is at least the
+threshold. Support sets count as shared when they hold the same chunk ids, in any
+order. Two users, one sketch:
+
+* ``TaskDeduper``: the generation loop's check of a passed candidate against the tasks
+  accepted before it (a linear scan: a run accepts thousands of tasks at most, and LSH
+  misses pairs near the threshold), with check and registration under one lock;
+* ``SimilarityIndex``: the training export's lookup of which tasks a question or
+  support set hits (MinHash LSH over a whole store's tasks).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterable
+
+from datasketch import MinHash, MinHashLSH
+
+from factory.validate.matching import answer_keys
+
+SEED = 1  # one permutation family for every sketch, across runs
+
+
+def support_key(chunk_ids: Iterable[str]) -> str:
+    return "\x1f".join(sorted(set(chunk_ids)))
+
+
+def question_shingles(question: str, lang: str) -> set[str]:
+    keys = answer_keys(question, lang)
+    return set(keys) | {f"{a} {b}" for a, b in zip(keys, keys[1:])}
+
+
+def question_sketch(question: str, lang: str, num_perm: int) -> MinHash:
+    mh = MinHash(num_perm=num_perm, seed=SEED)
+    for shingle in sorted(question_shingles(question, lang)):
+        mh.update(shingle.encode("utf-8"))
+    return mh
+
+
+# ------------------------------------------------------------------ generation
+@dataclass(frozen=True)
+class Duplicate:
+    kind: str  # near_duplicate_question | same_support
+    of: str    # the task it duplicates
+    jaccard: float = 1.0
+
+
+class TaskDeduper:
+    def __init__(self, threshold: float = 0.7, num_perm: int = 128) -> None:
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self._hashes: dict[str, MinHash] = {}
+        self._supports: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _find(self, task_id: str, question: str, support: list[str], lang: str) -> tuple[Duplicate | None, MinHash]:
+        mh = question_sketch(question, lang, self.num_perm)
+        key = support_key(support)
+        if key in self._supports and self._supports[key] != task_id:
+            return Duplicate("same_support", self._supports[key]), mh
+        best: Duplicate | None = None
+        for other, their in self._hashes.items():
+            if other == task_id:
+                continue
+            jaccard = mh.jaccard(their)
+            if jaccard >= self.threshold and (best is None or jaccard > best.jaccard):
+                best = Duplicate("near_duplicate_question", other, round(jaccard, 3))
+        return best, mh
+
+    def check_and_add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> Duplicate | None:
+        """The duplicate found, or None after registering this task as accepted."""
+        support = list(support)
+        with self._lock:
+            if task_id in self._hashes:
+                return None  # already registered (a resumed run re-seeing its own task)
+            found, mh = self._find(task_id, question, support, lang)
+            if found is None:
+                self._add(task_id, mh, support)
+            return found
+
+    def add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> None:
+        with self._lock:
+            if task_id not in self._hashes:
+                self._add(task_id, question_sketch(question, lang, self.num_perm), list(support))
+
+    def _add(self, task_id: str, mh: MinHash, support: list[str]) -> None:
+        self._hashes[task_id] = mh
+        self._supports.setdefault(support_key(support), task_id)
+
+
+# -------------------------------------------------------------------- training
+@dataclass(frozen=True)
+class Match:
+    key: str
+    kind: str  # same_support | near_duplicate
+    jaccard: float = 1.0
+
+
+class SimilarityIndex:
+    """Items (tasks) of one language: look up which of them a question or support set hits."""
+
+    def __init__(self, lang: str, threshold: float = 0.7, num_perm: int = 128) -> None:
+        self.lang = lang
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        self._sketches: dict[str, MinHash] = {}
+        self._supports: dict[str, list[str]] = {}
+
+    def sketch(self, question: str) -> MinHash:
+        return question_sketch(question, self.lang, self.num_perm)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._sketches
+
+    def add(self, key: str, question: str, support: Iterable[str], sketch: MinHash | None = None) -> MinHash:
+        if key in self._sketches:
+            return self._sketches[key]
+        mh = sketch if sketch is not None else self.sketch(question)
+        self._sketches[key] = mh
+        self._lsh.insert(key, mh)
+        support = list(support)
+        if support:
+            self._supports.setdefault(support_key(support), []).append(key)
+        return mh
+
+    def matches(self, question: str, support: Iterable[str], *, skip: str | None = None,
+                sketch: MinHash | None = None) -> list[Match]:
+        """Every stored item sharing the support set or near-duplicating the question (``skip`` left out)."""
+        found: dict[str, Match] = {}
+        support = list(support)
+        if support:
+            for other in self._supports.get(support_key(support), []):
+                if other != skip:
+                    found.setdefault(other, Match(other, "same_support"))
+        mh = sketch if sketch is not None else self.sketch(question)
+        for other in self._lsh.query(mh):
+            if other in found or other == skip:
+                continue
+            jaccard = mh.jaccard(self._sketches[other])
+            if jaccard >= self.threshold:
+                found[other] = Match(other, "near_duplicate", round(float(jaccard), 3))
+        return sorted(found.values(), key=lambda m: (m.kind != "same_support", -m.jaccard, m.key))
