@@ -53,6 +53,11 @@ def _name_parses(word: str) -> tuple:
     return tuple(parses)
 
 
+def known_word(word: str) -> bool:
+    """The dictionary has the word (its lemma is no guess)."""
+    return _morph().word_is_known(word.lower())
+
+
 def is_initial(word: str) -> bool:
     """One letter, or a short vowelless abbreviation of a first name («Дж», «Ст»)."""
     return len(word) == 1 or (len(word) <= 3 and word[:1].isupper() and not (set(word.lower()) & _VOWELS))
@@ -81,7 +86,7 @@ def _frame(words: list[str]) -> tuple[str, str, str | None] | None:
 
     Each candidate frame comes from a reading of one word; it scores one point per word
     with a reading in it plus that reading's probability, the first name counting
-    twice (it carries the gender); ties go to the singular, then the masculine.
+    twice (it carries the gender).
     """
     # indeclinable readings («Месси», every case of either gender) carry no case or gender
     readings = [(i, _first_name_readings(w.lower(), len(words) > 1 and i == 0)) for i, w in enumerate(words)]
@@ -96,7 +101,9 @@ def _frame(words: list[str]) -> tuple[str, str, str | None] | None:
             if agreeing:
                 weight = 2.0 if any("Name" in p.tag for p in parses) and i == 0 else 1.0
                 score += weight * (1.0 + max(agreeing))
-        key = (score, frame[1] == "sing", frame[2] == "masc", frame[0] == "nomn")
+        # ties: singular, masculine, then the commoner case (a man's genitive is also his
+        # accusative); the order is total, so every process picks the same frame
+        key = (score, frame[1] == "sing", frame[2] == "masc", -_CASES.index(frame[0]), frame[2] or "")
         if best_score is None or key > best_score:
             best, best_score = frame, key
     return best
@@ -165,8 +172,29 @@ def _alone(word: str) -> str:
     return word
 
 
+def _adjectival_surname(word: str, frame) -> str | None:
+    """A surname that is a dictionary adjective stressed on the ending («Яровой»): its
+    nominative in the frame's gender («Ирины Яровой» -> «яровая»), not the guessed «Ярова»."""
+    case, number, gender = frame
+    if number != "sing" or not known_word(word):
+        return None
+    for parse in _morph().parse(word):
+        tag = parse.tag
+        # only adjectives stressed on the ending (яровой, not лавровый: «Лаврова» is a noun surname)
+        if (tag.POS == "ADJF" and parse.normal_form.endswith("ой") and tag.case == case and tag.number == "sing"
+                and (gender is None or tag.gender == gender)):
+            inflected = parse.inflect({"nomn", "sing", tag.gender or "masc"})
+            if inflected is not None:
+                return inflected.word
+    return None
+
+
 def _word_lemma(word: str, frame, first_name: bool) -> str:
     lower = word.lower()
+    if not first_name and frame is not None:
+        adjectival = _adjectival_surname(lower, frame)
+        if adjectival:
+            return adjectival
     parses = _first_name_readings(lower, first_name)
     agreeing = [p for p in parses if frame is not None and _agrees(p, frame)] or (list(parses) if frame is None else [])
     if agreeing:
