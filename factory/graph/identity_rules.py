@@ -116,8 +116,16 @@ def stem(word: str, lang: str) -> str:
     return (cut if len(cut) >= 3 else word) + mark
 
 
+_SUFFIXES = frozenset("jr sr junior senior младший старший".split())
+_ROMAN = re.compile(r"[ivx]+")
+
+
 def surname_sig(key: str, lang: str) -> str:
+    """The stem of a person key's surname: its last word before a generational suffix
+    («theodore roosevelt jr», «джордж буш младший») or a regnal number."""
     words = key.split()
+    while len(words) > 1 and (words[-1] in _SUFFIXES or _ROMAN.fullmatch(words[-1])):
+        words.pop()
     return stem(words[-1], lang) if words else ""
 
 
@@ -194,7 +202,7 @@ def _middles(lang: str, groups: Groups, people: dict[str, KeyInfo]) -> None:
         words = key.split()
         if len(words) < 2 or is_initial(words[0]):
             continue
-        ends = (stem(words[0], lang), stem(words[-1], lang))
+        ends = (stem(words[0], lang), surname_sig(key, lang))
         (two if len(words) == 2 else longer).setdefault(ends, []).append(key)
     for ends, keys in longer.items():
         middles = {tuple(w[0] for w in k.split()[1:-1]) for k in keys}
@@ -216,12 +224,12 @@ def _initials(lang: str, groups: Groups, people: dict[str, KeyInfo]) -> None:
     for key in people:
         words = key.split()
         if len(words) >= 2 and not is_initial(words[0]):
-            whole.setdefault(stem(words[-1], lang), set()).add(key)
+            whole.setdefault(surname_sig(key, lang), set()).add(key)
     for key in people:
         words = key.split()
         if len(words) < 2 or not all(is_initial(w) for w in words[:-1]):
             continue
-        fits = {groups.find(w) for w in whole.get(stem(words[-1], lang), ())
+        fits = {groups.find(w) for w in whole.get(surname_sig(key, lang), ())
                 if w.split()[0].startswith(words[0])
                 and (len(words) < 3 or len(w.split()) < 3 or w.split()[1].startswith(words[1]))}
         if len(fits) == 1:
