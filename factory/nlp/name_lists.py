@@ -40,8 +40,11 @@ def _path(lang: str):
 def load_name_list(lang: str) -> tuple[NameEntry, ...]:
     """The entries of a language's list (empty when the language has none)."""
     path = _path(lang)
-    if not path.is_file():
-        return ()
+    return read_name_list(path) if path.is_file() else ()
+
+
+def read_name_list(path) -> tuple[NameEntry, ...]:
+    """Entries of one list file, checked (see the module docstring)."""
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
     except yaml.YAMLError as exc:
@@ -63,13 +66,17 @@ def load_name_list(lang: str) -> tuple[NameEntry, ...]:
 @lru_cache(maxsize=4)
 def listed_keys(lang: str) -> dict[str, tuple[str, str]]:
     """form key -> (the entry's name key, the entry's name), for every listed form."""
+    return keys_of(load_name_list(lang), lang, _path(lang))
+
+
+def keys_of(entries, lang: str, where: object = "name list") -> dict[str, tuple[str, str]]:
     owner: dict[str, tuple[str, str]] = {}
-    for number, entry in enumerate(load_name_list(lang), 1):
+    for number, entry in enumerate(entries, 1):
         target = entity_key(entry.name, lang, entry.label)
         for form in (entry.name, *entry.forms):
             for key in {entity_key(form, lang, entry.label), entity_key(form, lang)} - {""}:
                 known = owner.setdefault(key, (target, entry.name))
                 if known[0] != target:
-                    raise NameListError(f"{_path(lang)}: entry {number} ({entry.name}): form {form!r} is "
+                    raise NameListError(f"{where}: entry {number} ({entry.name}): form {form!r} is "
                                         f"already a name of {known[1]!r}")
     return {key: value for key, value in owner.items() if key != value[0]}

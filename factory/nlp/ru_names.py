@@ -91,7 +91,8 @@ def _frame(words: list[str]) -> tuple[str, str, str | None] | None:
     # indeclinable readings («Месси», every case of either gender) carry no case or gender
     readings = [(i, _first_name_readings(w.lower(), len(words) > 1 and i == 0)) for i, w in enumerate(words)]
     readings = [(i, tuple(p for p in parses if "Fixd" not in p.tag)) for i, parses in readings]
-    candidates = {(p.tag.case, p.tag.number, p.tag.gender if p.tag.gender in ("masc", "femn") else None)
+    # plain strings: pymorphy's grammemes refuse comparison with anything but a grammeme
+    candidates = {(str(p.tag.case), str(p.tag.number), str(p.tag.gender) if p.tag.gender in ("masc", "femn") else None)
                   for _, parses in readings for p in parses if p.tag.case in _CASES}
     best, best_score = None, None
     for frame in candidates:
