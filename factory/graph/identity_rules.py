@@ -8,7 +8,7 @@ its rule and evidence:
 * ``translit``: a Latin key and the one Cyrillic key of its label with the same
   transliteration skeleton («Twitter» / «Твиттер»);
 * ``inflection``: Russian person keys that differ only in the case ending of a word the
-  dictionary does not know («нельсон мандело» / «нельсон мандела»);
+  dictionary does not know («василий небензи» / «василий небензя»);
 * ``middle``: a full name with middle names or a patronymic and the one name without
   them («владимир владимирович путин» -> «владимир путин»); two full names whose
   middles disagree («george walker bush», «george h w bush») are both left alone;
@@ -86,19 +86,18 @@ class Groups:
         for k, o in ((key, other), (other, key)):
             if k not in self.keys:  # an alias or a listed name no mention carries
                 self.keys[k] = KeyInfo(k, self.keys[o].label, 0, 0, k)
-        self.edges.setdefault(key, Edge(key, other, rule, evidence))
-        self.edges.setdefault(other, Edge(other, key, rule, evidence))
         keep, drop = (a, b) if self._rank(a) >= self._rank(b) else (b, a)
         self.parent[drop] = keep
+        # the evidence of a key is the join that linked it: the key being linked, and the
+        # root that stopped being an identity (when the other side won the rank)
+        self.edges.setdefault(key, Edge(key, other, rule, evidence))
+        self.edges.setdefault(drop, Edge(drop, keep, rule, evidence))
         return True
 
     def _rank(self, key: str) -> tuple:
         info = self.keys[key]
         full_person = info.person and len(name_words(key)) >= 2
         return (key in self.listed, full_person, info.mentions, -len(key), key)
-
-    def identity(self, key: str) -> str:
-        return self.find(key)
 
 
 def name_words(key: str) -> list[str]:
