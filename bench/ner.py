@@ -6,7 +6,7 @@ chunk size, entities off), in this order:
 * ``stage_ner_model``: the NER pipeline alone over the same chunk texts, with the
   same worker processes and batches as the real path, results dropped: the floor;
 * ``stage_ner``: ``annotate_chunks`` (NER + keys + alias rules + writing mentions);
-* ``stage_stats``: ``compute_statistics`` (one generation in DuckDB).
+* ``stage_stats``: ``compute_statistics`` (the corpus identity step, then one generation in DuckDB).
 
 Figures: words per second for each, the whole ingest (corpus pipeline + NER +
 statistics) next to the NER model alone, and the overhead of everything else on

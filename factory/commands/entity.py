@@ -1,4 +1,4 @@
-"""`factory entity NAME --store PATH`: one entity's aliases, frequency and neighbours."""
+"""`factory entity NAME --store PATH`: one entity's aliases, linked names, frequency and neighbours."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
         min_npmi: float = typer.Option(0.0, "--min-npmi", help="hide weaker neighbours"),
         max_df: int = typer.Option(None, "--max-df", help="hide neighbours in more documents (hubs)"),
     ) -> None:
-        """Show an entity's aliases, frequency and strongest co-occurring neighbours."""
-        from factory.graph.neighbours import find_entity, neighbours, suggest_entities
+        """Show an entity's aliases, the names linked to it and why, frequency and strongest co-occurring neighbours."""
+        from factory.graph.neighbours import entity_links, find_entity, neighbours, suggest_entities
         from factory.graph.report import current_generation
         from factory.store import Store
 
@@ -47,6 +47,16 @@ def register(app: typer.Typer) -> None:
                 f"  mentions {row['mention_count']:,} · chunks {row['chunk_freq']:,} · documents {row['doc_freq']:,}"
             )
             console.print("  aliases: " + escape(", ".join(row["aliases"] or [])), highlight=False)  # corpus text
+            links = entity_links(store, row["entity_key"], row["lang"])
+            if links:
+                linked = Table(title="linked names (the identity step: key, rule, where, why)")
+                for column in ("key", "rule", "where", "mentions", "evidence"):
+                    linked.add_column(column, justify="right" if column == "mentions" else "left")
+                for link in links:
+                    where = "corpus" if link["corpus"] else f"{link['documents']} documents"
+                    linked.add_row(escape(link["entity_key"]), link["rule"], where, str(link["mentions"]),
+                                   escape(link["evidence"] or ""))
+                console.print(linked)
             table = Table(title="strongest neighbours (by shared chunks, then NPMI)")
             for column in ("neighbour", "label", "chunks", "docs", "npmi", "its docs"):
                 table.add_column(column, justify="left" if column in ("neighbour", "label") else "right")

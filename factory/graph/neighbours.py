@@ -39,10 +39,11 @@ def candidate_keys(name: str, lang: str) -> list[str]:
 def find_entity(store, name: str, lang: str | None = None) -> list[dict[str, Any]]:
     """Current entities a name refers to, most documents first, each with ``match``:
 
-    ``key`` (the name's key is the entity's key), ``surname`` (a one-word name is the
-    last word of a person's key: "Путина" finds «Владимир Путин»), ``form`` (the
-    name is one of the entity's surface forms) or ``alias`` (an alias link). Empty
-    when nothing matches (see ``suggest_entities``).
+    ``key`` (the name's key is the entity's key), ``link`` (the identity step linked the
+    name's key to the entity: "Путина" finds «Владимир Путин»), ``surname`` (a one-word
+    name is the last word of a person's key), ``form`` (the name is one of the entity's
+    surface forms) or ``alias`` (an alias link). Empty when nothing matches (see
+    ``suggest_entities``).
     """
     langs = [lang] if lang else ["en", "ru"]
     keys = sorted({k for code in langs for k in candidate_keys(name, code) if k})
@@ -58,11 +59,16 @@ def find_entity(store, name: str, lang: str | None = None) -> list[dict[str, Any
         if single else ""
     )
     rows = store.query(
-        f"""SELECT *, CASE WHEN e.entity_key IN ({marks}) THEN 'key' ELSE 'surname' END AS match
+        f"""WITH linked AS (SELECT DISTINCT lang, identity FROM current_entity_links
+                            WHERE doc_id IS NULL AND entity_key IN ({marks}))
+            SELECT *, CASE WHEN e.entity_key IN ({marks}) THEN 'key'
+                           WHEN (e.lang, e.entity_key) IN (SELECT (lang, identity) FROM linked) THEN 'link'
+                           ELSE 'surname' END AS match
             FROM current_entities e
-            WHERE (e.entity_key IN ({marks}) {surname}) {lang_filter}
+            WHERE (e.entity_key IN ({marks}) OR (e.lang, e.entity_key) IN (SELECT (lang, identity) FROM linked)
+                   {surname}) {lang_filter}
             ORDER BY e.doc_freq DESC, e.entity_key""",
-        [*keys, *keys, *([single] if single else []), *lang_params],
+        [*keys, *keys, *keys, *([single] if single else []), *lang_params],
     )
     if rows:
         return rows
@@ -79,6 +85,24 @@ def find_entity(store, name: str, lang: str | None = None) -> list[dict[str, Any
             WHERE a.alias_key IN ({marks}) {lang_filter}
             ORDER BY e.doc_freq DESC, e.entity_key""",
         [*keys, *lang_params],
+    )
+
+
+def entity_links(store, entity_key: str, lang: str) -> list[dict[str, Any]]:
+    """The keys the identity step linked to an entity, one row per key and rule: the rule,
+    the evidence (one example where the link holds in single documents), in how many
+    documents it holds (NULL: across the corpus) and how many mentions it brought."""
+    return store.query(
+        """SELECT l.entity_key, l.rule, any_value(l.evidence) AS evidence,
+                  count(DISTINCT l.doc_id) FILTER (WHERE l.doc_id IS NOT NULL) AS documents,
+                  bool_or(l.doc_id IS NULL) AS corpus,
+                  (SELECT count(*) FROM mention_identities m
+                   WHERE m.entity_key = l.entity_key AND m.identity = l.identity) AS mentions
+           FROM current_entity_links l
+           WHERE l.identity = ? AND l.lang = ? AND l.identity <> l.entity_key
+           GROUP BY l.entity_key, l.identity, l.rule
+           ORDER BY mentions DESC, l.entity_key, l.rule""",
+        [entity_key, lang],
     )
 
 

@@ -4,20 +4,20 @@ Inputs are the ``mentions`` of the current version of each chunk (a mention foun
 in an older version of a chunk no longer counts) and the ``entity_aliases`` links.
 Outputs, all written as Parquet segments of one new *generation*:
 
-* ``chunk_entities``: which entity keys each chunk holds (after folding);
-* ``entities``: per entity its label, name, surface forms, mention count, chunk
-  and document frequency;
+* ``entity_links``: which mention keys name one entity, with the rule and the evidence
+  (the corpus identity step, ``factory.graph.identity``, which runs first);
+* ``chunk_entities``: which identities each chunk holds;
+* ``entities``: per identity its label, name, surface forms (of every key linked to it),
+  mention count, chunk and document frequency;
 * ``entity_pairs``: per pair of entities sharing a chunk, the chunk and document
   co-occurrence counts and NPMI over chunks, stored in both orientations;
-* a ``stats_generations`` row, written last: the ``current_*`` views switch to the
-  new generation only once every segment of it is in place.
+* a ``stats_generations`` row, written last: the ``current_*`` views (and
+  ``mention_identities``) switch to the new generation only once every segment of it is
+  in place.
 
-Keys are folded before counting: an alias key goes to the canonical key it is
-linked to most often; inside one document a one-word person key ("obama") goes to
-the one longer person key ending in it ("barack obama"), when there is exactly
-one; and across the corpus a person key of initials and a surname ("в в путин",
-"j k galbraith") goes to the one full name with that surname and those initials. Everything happens in SQL with DuckDB spilling to the store's tmp
-folder, so a million chunks need no in-memory graph and no Python loop over pairs.
+Everything happens in SQL with DuckDB spilling to the store's tmp folder, so a million
+chunks need no in-memory graph and no Python loop over pairs; the identity step's
+Python works on distinct keys only.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from typing import Any
 
 from factory.clock import utc_now
 from factory.files import replace_atomically
+from factory.graph.identity import link_identities
 from factory.store.schema import table_specs
 
-STATS_TABLES = ("chunk_entities", "entities", "entity_pairs")
+STATS_TABLES = ("entity_links", "chunk_entities", "entities", "entity_pairs")
 # DuckDB's own default is 80 % of the machine's memory: at 1M chunks the pair join took
 # 18 GB of a 24 GB machine. Above this it spills to the store's tmp folder instead.
 MEMORY_LIMIT = "3GB"
@@ -41,11 +42,11 @@ KEEP_GENERATIONS = 2
 MAX_ALIASES = 50
 AKA_MAX_RATIO, AKA_SLACK = 3, 3  # an "aka" alias in more than 3x+3 the chunks of its name is not folded
 
-# alias_key -> canonical key, by the most evidence chunks; a 2-cycle keeps the smaller key.
+# alias_key -> canonical key, by the most evidence chunks (the identity step joins them).
 # An "also known as" link never folds a name that is far more common on its own than
 # the name it is linked to: that is a misread ("also known as Africa's World War" is
 # no reason to fold every "Africa"); acronyms may be the commoner form (NATO).
-_ALIAS_MAP = """
+_ALIAS_VOTES = """
 CREATE TEMP TABLE raw_freq AS
     SELECT m.entity_key AS key, count(DISTINCT m.chunk_id) AS cf
     FROM mentions m JOIN chunks c ON c.chunk_id = m.chunk_id AND c.content_hash = m.content_hash
@@ -62,47 +63,17 @@ CREATE TEMP TABLE alias_votes AS
 CREATE TEMP TABLE alias_best AS
     SELECT alias_key, first(entity_key ORDER BY n DESC, entity_key) AS entity_key
     FROM alias_votes GROUP BY alias_key;
-CREATE TEMP TABLE alias_map AS
-    SELECT a.alias_key,
-           CASE WHEN b.entity_key IS NULL THEN a.entity_key
-                WHEN b.entity_key = a.alias_key THEN least(a.alias_key, a.entity_key)
-                ELSE b.entity_key END AS target
-    FROM alias_best a LEFT JOIN alias_best b ON b.alias_key = a.entity_key;
-DELETE FROM alias_map WHERE target = alias_key;
 """
 
+# every mention under its identity: a link inside its document first, then a corpus link
 _CURRENT_MENTIONS = """
 CREATE TEMP TABLE cur AS
-    SELECT m.chunk_id, c.doc_id, c.lang, m.text, m.label,
-           CASE WHEN m.label IN ('date', 'number') THEN m.entity_key
-                ELSE coalesce(am.target, m.entity_key) END AS key
-    FROM mentions m
-    JOIN chunks c ON c.chunk_id = m.chunk_id AND c.content_hash = m.content_hash
-    LEFT JOIN alias_map am ON am.alias_key = m.entity_key;
-CREATE TEMP TABLE person_fold AS
-    WITH p AS (SELECT DISTINCT doc_id, lang, key FROM cur WHERE label = 'person'),
-    cand AS (
-        SELECT s.doc_id, s.lang, s.key AS short_key, f.key AS full_key
-        FROM p s JOIN p f ON f.doc_id = s.doc_id AND f.lang = s.lang
-        WHERE NOT contains(s.key, ' ') AND ends_with(f.key, ' ' || s.key)
-    )
-    SELECT doc_id, lang, short_key, min(full_key) AS full_key
-    FROM cand GROUP BY ALL HAVING count(*) = 1;
-UPDATE cur SET key = pf.full_key FROM person_fold pf
-    WHERE cur.label = 'person' AND cur.doc_id = pf.doc_id AND cur.lang = pf.lang AND cur.key = pf.short_key;
-CREATE TEMP TABLE initials_fold AS
-    WITH p AS (SELECT DISTINCT lang, key, string_split(key, ' ') AS parts FROM cur WHERE label = 'person'),
-    short AS (SELECT * FROM p WHERE len(parts) >= 2 AND list_bool_and([length(x) = 1 FOR x IN parts[1:-2]])),
-    whole AS (SELECT * FROM p WHERE len(parts) >= 2 AND length(parts[1]) > 1),
-    cand AS (
-        SELECT s.lang, s.key AS short_key, w.key AS full_key
-        FROM short s JOIN whole w ON w.lang = s.lang AND w.parts[-1] = s.parts[-1]
-        WHERE starts_with(w.parts[1], s.parts[1])
-          AND (len(s.parts) < 3 OR len(w.parts) < 3 OR starts_with(w.parts[2], s.parts[2]))
-    )
-    SELECT lang, short_key, min(full_key) AS full_key FROM cand GROUP BY ALL HAVING count(*) = 1;
-UPDATE cur SET key = f.full_key FROM initials_fold f
-    WHERE cur.label = 'person' AND cur.lang = f.lang AND cur.key = f.short_key;
+    SELECT r.chunk_id, r.doc_id, r.lang, r.text, r.label,
+           CASE WHEN r.label IN ('date', 'number') THEN r.key
+                ELSE coalesce(d.identity, k.identity, r.key) END AS key
+    FROM raw r
+    LEFT JOIN identities d ON d.lang = r.lang AND d.doc_id = r.doc_id AND d.key = r.key
+    LEFT JOIN identities k ON k.lang = r.lang AND k.doc_id IS NULL AND k.key = r.key;
 """
 
 _ENTITIES = r"""
@@ -117,12 +88,11 @@ CREATE TEMP TABLE ent_forms AS
     WITH forms AS (
         SELECT lang, key, text, count(*) AS n FROM cur GROUP BY ALL
         UNION ALL
-        SELECT e.lang, am.target AS key, a.alias AS text, 0 AS n
-        FROM entity_aliases a JOIN alias_map am ON am.alias_key = a.alias_key
-        JOIN ent e ON e.key = am.target
-        UNION ALL
-        SELECT e.lang, a.entity_key AS key, a.alias AS text, 0 AS n
-        FROM entity_aliases a JOIN ent e ON e.key = a.entity_key
+        SELECT DISTINCT e.lang, e.key, a.alias AS text, 0 AS n
+        FROM entity_aliases a
+        LEFT JOIN identities ia ON ia.doc_id IS NULL AND ia.key = a.alias_key
+        LEFT JOIN identities ie ON ie.doc_id IS NULL AND ie.key = a.entity_key
+        JOIN ent e ON e.key IN (coalesce(ia.identity, a.alias_key), coalesce(ie.identity, a.entity_key))
     ),
     merged AS (SELECT lang, key, text, max(n) AS n FROM forms GROUP BY ALL)
     SELECT lang, key,
@@ -155,6 +125,12 @@ _NPMI = """
          ELSE ln(p.chunk_count::DOUBLE * n.n / (ea.chunk_freq::DOUBLE * eb.chunk_freq))
               / -ln(p.chunk_count::DOUBLE / n.n) END
 """
+
+
+def _run(con, block: str) -> None:
+    for statement in (s.strip() for s in block.split(";")):
+        if statement:
+            con.execute(statement)
 
 
 def _size(value: str) -> str:
@@ -216,11 +192,11 @@ def compute_statistics(store, run_id: str, *, memory_limit: str = MEMORY_LIMIT) 
         con.execute("SET preserve_insertion_order = false")
         con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
         con.execute("SET enable_progress_bar = false")
-        alias_map = _ALIAS_MAP.format(aka_ratio=AKA_MAX_RATIO, aka_slack=AKA_SLACK)
-        for block in (alias_map, _CURRENT_MENTIONS, _ENTITIES.format(max_aliases=MAX_ALIASES), _PAIRS):
-            for statement in (s.strip() for s in block.split(";")):
-                if statement:
-                    con.execute(statement)
+        _run(con, _ALIAS_VOTES.format(aka_ratio=AKA_MAX_RATIO, aka_slack=AKA_SLACK))
+        links_sql = link_identities(con)
+        for block in (_CURRENT_MENTIONS, _ENTITIES.format(max_aliases=MAX_ALIASES), _PAIRS):
+            _run(con, block)
+        _copy(con, store, "entity_links", links_sql, generation, written_at, "ORDER BY q.lang, q.entity_key")
         _copy(con, store, "chunk_entities", """
             SELECT ce.lang, ce.key AS entity_key, ce.chunk_id, ce.doc_id, l.label, ce.n_mentions
             FROM ce JOIN ent_label l USING (lang, key)

@@ -60,8 +60,11 @@ class AliasLink:
 
 
 def initials(name: str) -> tuple[str, str]:
-    """Word initials of a name: (all words, content words only), upper-case."""
-    words = re.findall(r"[^\W\d_]+", name)
+    """Word initials of a name: (all words, content words only), upper-case; a leading
+    article and a possessive 's are no words ("the People's Republic of China": PROC, PRC)."""
+    words = re.findall(r"[^\W\d_]+", re.sub(r"(?<=\w)['’]s\b", "", name))
+    if len(words) > 2 and words[0].lower() in ("the", "a", "an"):
+        words = words[1:]
     every = "".join(w[0] for w in words).upper()
     content = "".join(w[0] for w in words if w.lower() not in _FUNCTION_WORDS).upper()
     return every, content

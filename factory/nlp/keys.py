@@ -13,7 +13,8 @@ the leakage validator uses to compare a question with an answer, so they are pub
   (Porter 2) stems from PyStemmer, because spaCy's lemmatizer is not loaded.
 * ``entity_key(text, lang, label=None)``: the key mentions are grouped by. Dates and
   numbers get canonical keys (``2001-03-12``, ``5000000 рубль``); Russian names are
-  lemmatised word by word (label-aware: a person prefers name/surname readings);
+  lemmatised word by word (label-aware), a person's words together as one name
+  (``factory.nlp.ru_names``: «Константина Сомова» -> ``константин сомов``);
   English names are normalised but not stemmed ("Williams" is not "William").
 * ``translit(text)``: a Latin comparison skeleton for either script, so "Ельцин" and
   "Yeltsin" give the same string.
@@ -25,7 +26,9 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from factory.nlp.morph import morph
 from factory.nlp.quantities import date_key, number_key
+from factory.nlp.ru_names import person_lemmas
 
 _WORD_RE = re.compile(r"[^\W_]+(?:[-‐‑][^\W_]+)*")
 _ACRONYM_DOTS = re.compile(r"\b(?:[^\W\d_]\.){2,}")
@@ -75,13 +78,6 @@ def normalize(text: str, lang: str = "en") -> str:
 
 # ------------------------------------------------------------------ lemmas
 @lru_cache(maxsize=1)
-def _morph():
-    import pymorphy3
-
-    return pymorphy3.MorphAnalyzer(lang="ru")
-
-
-@lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
 
@@ -90,7 +86,7 @@ def _stemmer():
 
 @lru_cache(maxsize=500_000)
 def _ru_lemma(word: str, capitalised: bool, prefer: tuple[str, ...]) -> str:
-    parses = _morph().parse(word.lower())
+    parses = morph().parse(word.lower())
     if not parses:
         return word.lower()
     if len(word) > 1 and word.isupper():
@@ -101,7 +97,7 @@ def _ru_lemma(word: str, capitalised: bool, prefer: tuple[str, ...]) -> str:
         if len(word) <= 5:
             return word.lower()
     choice = None
-    if _ADJECTIVE_END.search(word.lower()) and not _morph().word_is_known(word.lower()):
+    if _ADJECTIVE_END.search(word.lower()) and not morph().word_is_known(word.lower()):
         # an unknown place adjective («Заречинская»): the guesser's noun readings
         # ("заречинскай") are noise, the adjective reading is the lemma
         choice = next((p for p in parses if p.tag.POS == "ADJF"), None)
@@ -155,7 +151,9 @@ def lemmas(text: str, lang: str) -> list[str]:
 # ------------------------------------------------------------- entity keys
 def _name_key(text: str, lang: str, label: str | None) -> str:
     words = _WORD_RE.findall(_prepare(text))
-    if lang == "ru":
+    if lang == "ru" and label == "person":
+        parts = person_lemmas(words)  # the words of a name read together (factory.nlp.ru_names)
+    elif lang == "ru":
         parts = _lemmatise_words(words, "ru", _PREFER.get(label or "", ()))
     else:
         parts = _lemmatise_words(words, "en")

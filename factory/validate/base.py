@@ -83,7 +83,11 @@ class StoreChunks:
 
 
 def store_entity_names(store: Any) -> Callable[[str], list[str]]:
-    """Resolve an entity key to its name and aliases from the store (empty when unknown)."""
+    """Resolve an entity key to its name and aliases from the store (empty when unknown).
+
+    A key the identity step linked to another entity («путин» to «владимир путин»)
+    resolves to that entity's names: every surface form counted under it, inflected and
+    short ones included, so a leak of any of them is caught."""
     cache: dict[str, list[str]] = {}
 
     def names(key: str) -> list[str]:
@@ -91,6 +95,10 @@ def store_entity_names(store: Any) -> Callable[[str], list[str]]:
             try:
                 rows = store.query(
                     "SELECT name, aliases FROM entities WHERE entity_key = ? ORDER BY generation DESC LIMIT 1", [key]
+                ) or store.query(
+                    "SELECT e.name, e.aliases FROM current_entity_links l JOIN current_entities e "
+                    "ON e.entity_key = l.identity AND e.lang = l.lang "
+                    "WHERE l.entity_key = ? AND l.doc_id IS NULL ORDER BY e.doc_freq DESC LIMIT 1", [key]
                 )
             except Exception:  # the entity layer may be absent in a bare store
                 rows = []

@@ -18,6 +18,8 @@ from typing import Iterable
 
 import Stemmer
 
+from factory.nlp.morph import morph
+
 # a number with group separators or a decimal part, else a word (hyphen/apostrophe joined)
 _NUMBER = r"\d{1,3}(?:[ \u00a0\u202f,]\d{3})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]\d+)?"
 _WORD = r"[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[^\W_]+"  # hyphenated words split: Edmund-Carrow, Спасо-Калменский
@@ -50,13 +52,6 @@ ALL_STOPWORDS_LANGS = ("en", "ru")
 
 def is_stopword(fold: str) -> bool:
     return any(fold in stopwords(lang) for lang in ALL_STOPWORDS_LANGS)
-
-
-@lru_cache(maxsize=1)
-def _morph():
-    import pymorphy3
-
-    return pymorphy3.MorphAnalyzer()
 
 
 @lru_cache(maxsize=2)
@@ -133,7 +128,7 @@ def _word_keys(word: str) -> tuple[str, str]:
     if word.endswith("'s"):
         word = word[:-2]
     if _CYRILLIC.search(word):
-        lemma = _morph().parse(word)[0].normal_form.replace("ё", "е")
+        lemma = morph().parse(word)[0].normal_form.replace("ё", "е")
         return lemma, _stemmer("ru").stemWord(word)
     stem = _stemmer("en").stemWord(word)
     return word, stem
@@ -225,7 +220,7 @@ class Lexicon:
 
 @lru_cache(maxsize=100_000)
 def _known_common_ru(word: str) -> bool:
-    morph = _morph()
+    morph = morph()
     if not morph.word_is_known(word):
         return False
     return not any(_PROPER_TAGS & set(str(p.tag).replace(" ", ",").split(",")) for p in morph.parse(word)[:3])

@@ -51,8 +51,24 @@ def test_different_names_stay_apart(label: str, a: str, b: str) -> None:
 def test_keys_are_readable_lemmas() -> None:
     assert entity_key("Санкт-Петербурге", "ru", "location") == "санкт петербург"
     assert entity_key("Ивана Петрова", "ru", "person") == "иван петров"
-    assert entity_key("Анны Петровой", "ru", "person") == "анна петров"  # surnames key to their lemma
+    # a surname keys to its nominative in the gender of the first name
+    assert entity_key("Анны Петровой", "ru", "person") == "анна петрова"
     assert entity_key("Санкт-Петербург", "ru") == entity_key("Санкт-Петербурге", "ru", "location")
+
+
+@pytest.mark.parametrize("text,key", [
+    ("Константина Сомова", "константин сомов"),  # not the adjective «сомовый»
+    ("Нельсона Манделы", "нельсон мандела"), ("Нельсон Мандела", "нельсон мандела"),  # not «мандело»
+    ("Т.Комбсу", "т комбс"), ("Д. Медведева", "д медведев"), ("Дж. Коми", "дж коми"),  # initials stay letters
+    ("Василия Небензю", "василий небензя"), ("Небензя", "небензя"),
+    ("Николаса Мадуро", "николас мадуро"), ("Мадуро", "мадуро"),  # indeclinable: as written
+    ("Жанны Фриске", "жанна фриске"), ("Лионеля Месси", "лионель месси"),
+    ("Александра Кокорина", "александр кокорин"), ("Аделину Сотникову", "аделина сотникова"),
+    ("Джулиана Ассанжа", "джулиан ассанж"), ("Сергея Скрипаля", "сергей скрипаль"),
+    ("Брэда Питта", "брэд питт"), ("Джорджа Буша-младшего", "джордж буш младший"),
+])
+def test_person_names_are_read_as_one_name(text: str, key: str) -> None:
+    assert entity_key(text, "ru", "person") == key
 
 
 def test_acronyms_are_not_lemmatised_as_words() -> None:

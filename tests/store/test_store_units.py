@@ -11,10 +11,10 @@ from factory.store.store import StoreError
 
 def test_migrations_are_recorded_once(store):
     rows = store.query("SELECT number, name, checksum FROM _migrations ORDER BY number")
-    assert [r["number"] for r in rows] == list(range(1, latest_version() + 1))
+    assert [r["number"] for r in rows] == [m.number for m in migrations()]
     assert [(r["name"], r["checksum"]) for r in rows] == [(m.name, m.checksum) for m in migrations()]
     assert Store(store.root).migrate() == []  # reopening applies nothing
-    assert store.scalar("SELECT count(*) FROM _migrations") == latest_version()
+    assert store.scalar("SELECT count(*) FROM _migrations") == len(migrations())
 
 
 def test_schema_segments_exist_for_every_table(store):
