@@ -92,9 +92,12 @@ class LLMResponse(_Model):
     parsed: dict[str, Any] | None = None
     parse_error: str | None = None
     error: str | None = Field(None, description="the call failed (after retries): the reason")
+    truncated: str | None = Field(None, description="a structured answer cut off at max_tokens: the figures")
     finish_reason: str | None = None
+    reasoning: str = Field("", description="the model's thinking (reasoning_content or an inline <think> block)")
     tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_out: int = Field(0, description="every completion token, thinking included")
+    thinking_tokens: int = Field(0, description="of tokens_out, those spent thinking")
     latency_s: float = 0.0
     backend: str = ""
     model: str = ""
@@ -102,7 +105,16 @@ class LLMResponse(_Model):
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.parse_error is None
+        return self.error is None and self.parse_error is None and self.truncated is None
+
+    @property
+    def problem(self) -> str | None:
+        """Why the answer cannot be used: the failed call, the cut-off answer or the parse failure."""
+        if self.error is not None:
+            return self.error
+        if self.truncated is not None:
+            return f"truncated: {self.truncated}"
+        return self.parse_error
 
 
 @runtime_checkable
