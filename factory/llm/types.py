@@ -9,6 +9,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 
+TRUNCATED = "truncated: "  # how a truncation reads where it becomes text (``problem``, a draft's parse error)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -113,7 +116,7 @@ class LLMResponse(_Model):
         if self.error is not None:
             return self.error
         if self.truncated is not None:
-            return f"truncated: {self.truncated}"
+            return TRUNCATED + self.truncated
         return self.parse_error
 
 
