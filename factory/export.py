@@ -240,6 +240,8 @@ def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tup
 
 
 def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> dict[str, Any]:
+    from factory.cost import run_cost
+
     funnel = store.query(
         "SELECT validator, min(step) AS step, count(*) FILTER (WHERE NOT skipped) AS seen, "
         "count(*) FILTER (WHERE NOT ok AND NOT skipped) AS rejected, count(*) FILTER (WHERE skipped) AS skipped, "
@@ -292,6 +294,7 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
         "llm_calls": sum(r["calls"] for r in llm),
         "tokens_in": int(sum(r["tokens_in"] for r in llm)),
         "tokens_out": int(sum(r["tokens_out"] for r in llm)),
+        "cost": run_cost(store, run_id).as_dict(),
     }
 
 
