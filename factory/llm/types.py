@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+@lru_cache(maxsize=256)
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, made once per class (pydantic builds it anew on every call)."""
+    return json.loads(_schema_text(model))
 
 
 TRUNCATED = "truncated: "  # how a truncation reads where it becomes text (``problem``, a draft's parse error)
@@ -72,7 +83,7 @@ class LLMRequest(_Model):
     ) -> "LLMRequest":
         messages = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content=user)]
         if output is not None:
-            kwargs.setdefault("output_schema", output.model_json_schema())
+            kwargs.setdefault("output_schema", json_schema(output))
             kwargs.setdefault("schema_name", output.__name__)
         return cls(messages=messages, **kwargs)
 

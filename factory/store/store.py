@@ -10,7 +10,9 @@ holds a database file while it works:
 * **Readers** open an in-memory DuckDB with views over ``tables/<table>/*.parquet``
   (``Store.connect()``). The view named after a table keeps one row per key (see the
   ``-- key:`` lines in the migrations), so a row written twice (a rerun, a
-  compaction caught half way) is seen once.
+  compaction caught half way) is seen once. Creating a view over Parquet reads the
+  metadata of every segment it globs, so ``query`` creates only the views its SQL
+  names, and the views those build on.
 * **catalog.duckdb** is for people: the same views, written briefly when the store
   is migrated or by ``factory store catalog``. Writers never open it, so an
   interactive ``duckdb catalog.duckdb`` left open stalls nothing.
@@ -176,10 +178,12 @@ class Store:
             )
         return statements
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with views over the segments. Holds no file lock."""
+    def connect(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with views over the segments (only those ``sql`` needs, when
+        given). Holds no file lock."""
         con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
-        for statement in self.view_sql():
+        statements = self.view_sql()
+        for statement in statements if sql is None else views_for(sql, statements):
             con.execute(statement)
         return con
 
@@ -192,7 +196,7 @@ class Store:
         for attempt in range(5):
             con = None
             try:
-                con = self.connect()  # creating the views globs the segments too: inside the retry
+                con = self.connect(sql)  # creating the views globs the segments too: inside the retry
                 cursor = con.execute(sql, params or [])
                 names = [d[0] for d in cursor.description] if cursor.description else []
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -258,6 +262,35 @@ class Store:
             for path in inputs:
                 path.unlink(missing_ok=True)
             return len(inputs)
+
+
+_VIEW_NAME = re.compile(r'^CREATE OR REPLACE VIEW\s+"?([A-Za-z_][A-Za-z0-9_]*)"?\s+AS\b', re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def views_for(sql: str, statements: list[str]) -> list[str]:
+    """The view statements ``sql`` needs: the views it names and, in turn, theirs, in order.
+
+    Names are found as words (a column that happens to share a view's name only adds a
+    view). A view defined twice (a later migration replacing it) keeps both statements
+    in place, so views created between them bind as they do when every view is made.
+    """
+    named: list[str] = []
+    bodies: dict[str, list[str]] = {}
+    for statement in statements:
+        match = _VIEW_NAME.match(statement)
+        if match is None:
+            return statements  # not a view statement: no safe way to pick, make them all
+        named.append(match.group(1))
+        bodies.setdefault(match.group(1), []).append(statement[match.end():])
+    wanted: set[str] = set()
+    todo = [w for w in _WORD.findall(sql) if w in bodies]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(w for body in bodies[name] for w in _WORD.findall(body) if w in bodies and w not in wanted)
+    return [statement for name, statement in zip(named, statements) if name in wanted]
 
 
 class SegmentWriter:

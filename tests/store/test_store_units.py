@@ -87,3 +87,24 @@ def test_a_migration_that_lands_after_a_higher_one_is_applied(tmp_path, monkeypa
         assert again.migrate() == []
     finally:
         schema.table_specs.cache_clear()
+
+
+def test_a_query_makes_only_the_views_it_needs_and_reads_the_same(store):
+    from factory.store.store import views_for
+
+    store.append("candidates", [{"candidate_id": "c1", "run_id": "r", "status": "accepted"}])
+    store.append("chunks", [{"chunk_id": "d_0", "doc_id": "d", "n": 0, "text": "kept"}])
+    statements = store.view_sql()
+    made = views_for("SELECT * FROM candidates WHERE run_id = ?", statements)
+    assert [s.split(" AS ")[0].split()[-1].strip('"') for s in made] == [
+        "candidates__segments", "candidates__latest", "candidates"]
+    # a view built on others brings them along, in migration order (chunks is defined twice)
+    assert len(views_for("SELECT * FROM chunks", statements)) > 3
+    for sql in ("SELECT candidate_id, status FROM candidates", "SELECT chunk_id FROM chunks",
+                "SELECT * FROM run_outcomes", "SELECT count(*) AS n FROM funnel"):
+        full = store.connect()
+        try:
+            expected = full.execute(sql).fetchall()
+        finally:
+            full.close()
+        assert [tuple(r.values()) for r in store.query(sql)] == expected
