@@ -243,7 +243,8 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
     return {
         "concurrency": c, "llm_concurrency": config["llm_concurrency"], "lookahead": 2 * c,
         "candidates": finished, "accepted": accepted, "rejected": cost.rejected,
-        "rejected_before_agent_share": cost.rejected_before_agent_share, "stopped_by": report.stopped_by,
+        "rejected_before_agent_share": cost.rejected_before_agent_share, "rejected_by": cost.rejected_by,
+        "stopped_by": report.stopped_by,
         "failed": report.failed, "real_s": round(real_s, 1), "busy_window_s": round(busy, 1),
         "accepted_per_hour": round(accepted / busy * 3600, 1) if busy else 0.0,
         "candidates_per_hour": round(finished / busy * 3600, 1) if busy else 0.0,
@@ -399,6 +400,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\ntokens per accepted task at c={best['concurrency']} (llm.concurrency {best['llm_concurrency']}):",
           flush=True)
     print(stage_table(best), flush=True)
+    print(f"rejected by: {best['rejected_by']}; before any agent run: {best['rejected_before_agent_share']}",
+          flush=True)
     ones = [r for r in swept if r["concurrency"] == 1]
     if ones and len(swept) > 1:
         top = max(swept, key=lambda r: r["concurrency"])

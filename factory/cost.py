@@ -27,6 +27,7 @@ class RunCost:
     accepted: int = 0
     rejected: int = 0
     rejected_before_agent: int = 0
+    rejected_by: dict[str, int] = field(default_factory=dict)  # validator or stage -> rejected candidates
     stages: list[dict[str, Any]] = field(default_factory=list)
     total: dict[str, Any] = field(default_factory=dict)
 
@@ -37,7 +38,8 @@ class RunCost:
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "finished": self.finished, "accepted": self.accepted,
                 "rejected": self.rejected, "rejected_before_agent": self.rejected_before_agent,
-                "rejected_before_agent_share": self.rejected_before_agent_share, "stages": self.stages,
+                "rejected_before_agent_share": self.rejected_before_agent_share, "rejected_by": self.rejected_by,
+                "stages": self.stages,
                 "total": self.total}
 
 
@@ -70,6 +72,9 @@ def run_cost(store: Any, run_id: str | None = None) -> RunCost:
     stages = [{"stage": r["stage"], "label": LABELS.get(r["stage"], r["stage"].replace("_", " ")),
                **_per_accepted(r, accepted)} for r in sorted(rows, key=lambda r: stage_order(r["stage"] or ""))]
     total = _per_accepted({k: sum(s[k] for s in stages) for k in SUMMED}, accepted)
+    rejected_by = {r["rejected_by"]: int(r["n"]) for r in store.query(
+        "SELECT rejected_by, sum(rejected) AS n FROM run_rejections WHERE (? IS NULL OR run_id = ?) "
+        "GROUP BY rejected_by ORDER BY n DESC, rejected_by", [run_id, run_id])}
     return RunCost(run_id=run_id, finished=int(outcome["finished"]), accepted=accepted,
                    rejected=int(outcome["rejected"]), rejected_before_agent=int(outcome["before_agent"]),
-                   stages=stages, total=total)
+                   rejected_by=rejected_by, stages=stages, total=total)

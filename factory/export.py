@@ -258,10 +258,7 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
     status = {r["status"]: r["n"] for r in store.query(
         "SELECT status, count(*) AS n FROM candidates WHERE run_id = ? GROUP BY status", [run_id]
     )}
-    rejected_by = {r["k"]: r["n"] for r in store.query(
-        "SELECT coalesce(validator, stage, 'unknown') AS k, count(*) AS n FROM candidates "
-        "WHERE run_id = ? AND status = 'rejected' GROUP BY k", [run_id]
-    )}
+    cost = run_cost(store, run_id)
     cells = {r["cell"]: r["n"] for r in store.query(
         "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND cell IS NOT NULL GROUP BY cell", [run_id]
     )}
@@ -288,13 +285,13 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
             "rejected": status.get("rejected", 0),
             "in_flight": status.get("started", 0),
         },
-        "rejected_by": rejected_by,
+        "rejected_by": cost.rejected_by,
         "attempted_cells": cells,
         "llm_models": [f"{r['backend']}:{r['model']}" for r in llm],
         "llm_calls": sum(r["calls"] for r in llm),
         "tokens_in": int(sum(r["tokens_in"] for r in llm)),
         "tokens_out": int(sum(r["tokens_out"] for r in llm)),
-        "cost": run_cost(store, run_id).as_dict(),
+        "cost": cost.as_dict(),
     }
 
 

@@ -47,6 +47,7 @@ def test_tokens_per_accepted_task_by_stage_and_rejections_before_the_agent(store
     cost = run_cost(store, "r1")
     assert (cost.finished, cost.accepted, cost.rejected, cost.rejected_before_agent) == (4, 2, 2, 1)
     assert cost.rejected_before_agent_share == 0.5
+    assert cost.rejected_by == {"agent_run": 1, "leakage": 1}
     assert [s["stage"] for s in cost.stages] == ["facts", "compose", "closed_book", "agent_run"]  # gauntlet order
     facts = cost.stages[0]
     assert (facts["label"], facts["calls"], facts["tokens_in"], facts["tokens_in_per_accepted"]) == (

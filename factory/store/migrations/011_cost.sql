@@ -50,6 +50,22 @@ LEFT JOIN (
 ) a ON a.candidate_id = c.candidate_id
 GROUP BY c.run_id;
 
+-- rejected candidates per run and where they stopped (the validator, or the stage before
+-- the gauntlet: select, facts, ...; dedup comes after it), and how many of them never
+-- reached an agent run
+CREATE VIEW run_rejections AS
+SELECT
+    c.run_id,
+    coalesce(c.validator, c.stage, 'unknown') AS rejected_by,
+    count(*) AS rejected,
+    count(*) FILTER (WHERE a.candidate_id IS NULL) AS before_agent
+FROM candidates c
+LEFT JOIN (
+    SELECT DISTINCT candidate_id FROM verdicts WHERE validator = 'agent_run' AND NOT skipped
+) a ON a.candidate_id = c.candidate_id
+WHERE c.status = 'rejected'
+GROUP BY ALL;
+
 -- tokens per run and stage (facts, compose, revise, each validator, agent_run), and per
 -- accepted task of the run: what the rejected candidates spent is part of the price
 CREATE VIEW run_cost AS
