@@ -55,17 +55,17 @@ class LoadModel:
     def latency_alone(self, prompt_tokens: int, completion_tokens: int) -> float:
         return prompt_tokens / self.prefill_tps + completion_tokens / self.decode_alone
 
-    def ideal_requests_per_s(self, mean_prompt: float, mean_completion: float) -> float:
-        """The most requests/s the server can finish for a request mix, kept full.
-
-        Two bounds, the lower one wins: the prefill rate (every prompt must be prefilled),
-        and the slots (each request holds one for its own prefill plus its decode at the
-        full-batch rate; ``capacity`` of them at once).
-        """
-        prefill_bound = self.prefill_tps / mean_prompt if mean_prompt > 0 else float("inf")
+    def bounds(self, mean_prompt: float, mean_completion: float) -> dict[str, float]:
+        """Requests/s the server can finish for a request mix, kept full, by what limits it:
+        the prefill rate (every prompt must be prefilled), and the slots (each request holds
+        one for its own prefill plus its decode at the full-batch rate, ``capacity`` at once)."""
         slot_s = mean_prompt / self.prefill_tps + mean_completion / self.decode_full
-        slot_bound = self.capacity / slot_s if slot_s > 0 else float("inf")
-        return min(prefill_bound, slot_bound)
+        return {"prefill": self.prefill_tps / mean_prompt if mean_prompt > 0 else float("inf"),
+                "slots": self.capacity / slot_s if slot_s > 0 else float("inf")}
+
+    def ideal_requests_per_s(self, mean_prompt: float, mean_completion: float) -> float:
+        """The most requests/s the server can finish for a request mix: the lower bound wins."""
+        return min(self.bounds(mean_prompt, mean_completion).values())
 
     def as_dict(self) -> dict[str, Any]:
         return {"capacity": self.capacity, "prefill_tps": self.prefill_tps, "decode_alone": self.decode_alone,
