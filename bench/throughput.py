@@ -403,11 +403,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise SystemExit("no sweep point finished")
     print(table(rows), flush=True)
     swept = [r for r in rows if not r["todays_llm_default"]]
-    best = max(swept or rows, key=lambda r: r["accepted"])
-    print(f"\ntokens per accepted task at c={best['concurrency']} (llm.concurrency {best['llm_concurrency']}):",
+    recommended = recommend(swept or rows)
+    pick = next(r for r in rows if (r["concurrency"], r["llm_concurrency"]) == (
+        recommended["concurrency"], recommended["llm_concurrency"]))
+    print(f"\ntokens per accepted task at c={pick['concurrency']} (llm.concurrency {pick['llm_concurrency']}):",
           flush=True)
-    print(stage_table(best), flush=True)
-    print(f"rejected by: {best['rejected_by']}; before any agent run: {best['rejected_before_agent_share']}",
+    print(stage_table(pick), flush=True)
+    print(f"rejected by: {pick['rejected_by']}; before any agent run: {pick['rejected_before_agent_share']}",
           flush=True)
     ones = [r for r in swept if r["concurrency"] == 1]
     if ones and len(swept) > 1:
@@ -417,9 +419,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{per:.1f} MB per candidate in flight", flush=True)
     from factory.llm.fake_load import LoadModel
 
-    recommended = recommend(swept or rows)
-    pick = next(r for r in rows if (r["concurrency"], r["llm_concurrency"]) == (
-        recommended["concurrency"], recommended["llm_concurrency"]))
     limits = LoadModel(SERVER["capacity"], SERVER["prefill"], SERVER["decode_alone"], SERVER["decode_full"]).bounds(
         pick["prompt_tokens_per_request"], pick["completion_tokens_per_request"])
     print(f"\nideal (load model, {pick['prompt_tokens_per_request']} prompt and {pick['completion_tokens_per_request']} "
