@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "factory.commands.llm",
     "factory.commands.compose",
     "factory.commands.generate",
+    "factory.commands.cost",
     "factory.commands.evaluate",
     "factory.commands.build",
     "factory.commands.audit",

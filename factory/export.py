@@ -182,7 +182,10 @@ def write_license(out: Path, settings: Settings, corpus_path: str | None) -> tup
 
 
 def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> dict[str, Any]:
+    from factory.cost import run_cost
+
     outcomes = candidate_outcomes(store, run_id)
+    cost = run_cost(store, run_id)
     cells = {r["cell"]: r["n"] for r in store.query(
         "SELECT cell, count(*) AS n FROM candidates WHERE run_id = ? AND cell IS NOT NULL GROUP BY cell", [run_id]
     )}
@@ -214,6 +217,7 @@ def _run_figures(store: Store, run_id: str, order: list[str] | None = None) -> d
         "llm_calls": sum(r["calls"] for r in llm),
         "tokens_in": int(sum(r["tokens_in"] for r in llm)),
         "tokens_out": int(sum(r["tokens_out"] for r in llm)),
+        "cost": cost.as_dict(),
     }
 
 

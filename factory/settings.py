@@ -64,6 +64,9 @@ class LLMSettings(Section):
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key, if any")
     repair: bool = Field(True, description="one repair request for an answer that does not follow the schema")
     recheck_store_on_miss: bool = Field(False, description="look for answers other processes wrote before asking")
+    disable_thinking: Literal["structured", "all", "never"] = Field(
+        "structured", description="calls a reasoning model is told not to think in (chat_template_kwargs "
+        "enable_thinking=false): structured (those with an output schema), all, never (openai backend)")
 
 
 class ValidateSettings(Section):

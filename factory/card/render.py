@@ -32,6 +32,7 @@ class CardData(BaseModel):
     llm_cached_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    cost: dict[str, Any] = Field(default_factory=dict, description="factory.cost.RunCost.as_dict() of the run")
     corpus_path: str = ""
     corpus_documents: int = 0
     corpus_chunks: int = 0
@@ -174,6 +175,7 @@ def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) 
         lines += ["", "Candidates rejected, by where they stopped: " + ", ".join(
             f"{_esc(k)} {v}" for k, v in sorted(data.rejected_by.items(), key=lambda kv: -kv[1])
         ) + "."]
+    lines += cost_lines(data.cost)
     lines += ["", "## Taxonomy coverage", "", f"![taxonomy coverage]({rel['coverage']})", ""]
     mechanic_counts = Counter(t["mechanic"] for t in data.tasks)
     if mechanic_counts:
@@ -225,6 +227,32 @@ def render_markdown(data: CardData, plot_paths: dict[str, Path], out_dir: Path) 
         "",
     ]
     return "\n".join(lines)
+
+
+def _count(value: Any) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def cost_lines(cost: dict[str, Any]) -> list[str]:
+    """The cost section: tokens per accepted task by stage, and how early rejections came."""
+    if not cost or not cost.get("stages"):
+        return []
+    accepted = cost.get("accepted") or 0
+    lines = ["", "## Cost per accepted task", "",
+             f"Tokens the run spent, over its {accepted} accepted tasks (what rejected candidates spent is part "
+             "of the price; thinking tokens are part of tokens out):", "",
+             "| stage | calls | tokens in | tokens out | thinking | truncated | in per task | out per task |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in [*cost["stages"], {"label": "**all stages**", **cost.get("total", {})}]:
+        lines.append(
+            f"| {_esc(row['label']) if not row['label'].startswith('**') else row['label']} | {_count(row.get('calls'))} "
+            f"| {_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | {_count(row.get('thinking_tokens'))} "
+            f"| {_count(row.get('truncated'))} | {_count(row.get('tokens_in_per_accepted'))} "
+            f"| {_count(row.get('tokens_out_per_accepted'))} |")
+    rejected, early = cost.get("rejected") or 0, cost.get("rejected_before_agent") or 0
+    if rejected:
+        lines += ["", f"Rejections decided before any agent run: {early} of {rejected} ({early / rejected:.0%})."]
+    return lines
 
 
 HTML_PAGE = """<!doctype html>

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from factory.compose.llm_call import call_llm
 from factory.compose.passages import defuse, entity_aliases, entity_name, labels_for
-from factory.llm.types import LLMRequest, LLMResponse, Sampling
+from factory.llm.types import TRUNCATED, LLMRequest, LLMResponse, Sampling
 from factory.prompts import COMPOSER
 from factory.records import Draft, FactSheet, Subgraph, Verdict
 from factory.taxonomy import CellSpec
@@ -93,6 +93,8 @@ def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: 
     )
     if response.error:
         return Draft(**base, parse_error=f"llm error: {response.error}")
+    if response.truncated:  # the budget, not the format: the schema check reports it as such
+        return Draft(**base, parse_error=f"{TRUNCATED}{response.truncated}")
     if response.parse_error or response.parsed is None:
         return Draft(**base, parse_error=response.parse_error or "no JSON object in the answer")
     try:

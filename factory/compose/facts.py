@@ -97,6 +97,8 @@ def build_fact_sheet(
     response = call_llm(llm, request, "facts", item_id)
     if response.error:
         raise ComposeError(f"fact sheet: LLM call failed: {response.error}", response.text)
+    if response.truncated:
+        raise ComposeError(f"fact sheet: truncated: {response.truncated}", response.text)
     if response.parse_error or response.parsed is None:
         raise ComposeError(f"fact sheet: unparseable answer: {response.parse_error or 'no JSON object'}", response.text)
     try:

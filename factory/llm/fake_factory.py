@@ -99,6 +99,9 @@ class FactoryFake:
             return {"same": False}
         if name == "agent_action":
             return self.agent_turn(request)
+        if any(tool.name == "search_corpus" for tool in request.tools):  # the tools protocol (vLLM)
+            action = self.agent_turn(request)
+            return {"tool": action["action"], "arguments": action["arguments"]}
         return rule_reply(request)
 
     # ------------------------------------------------------- search agent
@@ -108,7 +111,8 @@ class FactoryFake:
 
         It plays the difficulty checker cheaply and honestly for a fake: a draft whose own
         wording finds its support in one search is found here too (and reported too easy);
-        any other draft is not. The JSON-action protocol only (the fake has no tools API).
+        any other draft is not. Under the JSON-action protocol it answers the action
+        object; offered tools (an OpenAI-compatible server), it calls them.
         """
         texts = [m.content or "" for m in request.messages]
         question = next((q for t in texts for q in re.findall(r"^(?:Question|Вопрос):\s*(.+)$", t, re.MULTILINE)), "")

@@ -4,10 +4,18 @@ A fake shipped in the package (not a mock): tests and benchmarks drive the real
 ``openai`` backend, the client's retries and the gateway's recording against it.
 Each request can, with a seeded probability, hang past the client's timeout, answer
 HTTP 500 or 429, send a body that is not JSON, or send a well-formed completion whose
-content is broken JSON. Every request is logged (``log``) with its outcome, so a test
-can count what reached the server. ``llm_answer(llm)`` puts any in-process LLM (such as
-``fake:factory``) behind the server; ``stop()`` also cuts open keep-alive connections,
-so a stopped server is down for its clients, and ``start()`` again reuses the port.
+content is broken JSON. Every request is logged (``log``) with its outcome and the
+shape of its body, so a test can count what reached the server. ``llm_answer(llm)``
+puts any in-process LLM (such as ``fake:factory``) behind the server; ``stop()`` also
+cuts open keep-alive connections, so a stopped server is down for its clients, and
+``start()`` again reuses the port.
+
+It behaves like vLLM where the factory depends on it (``factory/llm/fake_vllm.py``:
+request shapes, reasoning models, usage), and with ``load=LoadModel(...)`` it serves
+like one: continuous batching, queueing beyond capacity, latencies from the load model
+on a clock ``scale`` times faster than real time (``factory/llm/fake_load.py``); its
+own figures (utilisation among them) are at ``GET /load``, ``POST /load/reset`` starts
+them over. ``python -m factory.llm.fake_server --help`` runs one on its own.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from factory.llm.fake import example_from_schema
+from factory.llm.fake_load import BatchEngine, LoadModel
+from factory.llm.fake_vllm import Thinking, complete_message, shape_error, shape_of
 from factory.llm.types import LLM, LLMRequest, Message, Sampling, ToolCall, ToolSpec
 
 
@@ -91,12 +101,28 @@ class FakeOpenAIServer:
         seed: int = 0,
         model: str = "fake-http",
         port: int = 0,
+        load: LoadModel | None = None,
+        scale: float = 1.0,
+        thinking: Thinking | None = None,
+        honor_max_tokens: bool = False,
+        auto_tool_choice: bool = True,
+        max_model_len: int = 4096,
+        keep_log: bool = True,
     ) -> None:
         self.answer = answer
         self.port = port
         self.faults = faults or Faults()
         self.delay_s = delay_s
         self.model = model
+        self.load = load
+        self.scale = scale
+        self.thinking = thinking or Thinking()
+        self.honor_max_tokens = honor_max_tokens
+        self.auto_tool_choice = auto_tool_choice
+        self.max_model_len = max_model_len
+        self.keep_log = keep_log  # a long bench keeps counts only
+        self.engine: BatchEngine | None = None
+        self.requests = 0
         self.log: list[dict[str, Any]] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -114,6 +140,8 @@ class FakeOpenAIServer:
         server.daemon_threads = True
         self.port = int(server.server_address[1])  # a restart comes back on the same port
         self._server = server
+        if self.load is not None and self.engine is None:
+            self.engine = BatchEngine(self.load, scale=self.scale)
         self._thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
         self._thread.start()
         return self
@@ -131,6 +159,13 @@ class FakeOpenAIServer:
             except OSError:
                 pass
 
+    def close(self) -> None:
+        """Stop serving and stop the load model's engine (``stop`` alone keeps it for a restart)."""
+        self.stop()
+        if self.engine is not None:
+            self.engine.stop()
+            self.engine = None
+
     @property
     def running(self) -> bool:
         return self._server is not None
@@ -139,7 +174,7 @@ class FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()
 
     def outcomes(self) -> dict[str, int]:
         with self._lock:
@@ -168,10 +203,19 @@ class FakeOpenAIServer:
         last = next((m.get("content") or "" for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
         first = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
         with self._lock:
+            self.requests += 1
+            if not self.keep_log:
+                return
             # seed and roles tell apart samples of one prompt and a repair request from its original
             self.log.append({"n": len(self.log), "first_user": first, "last_user": last, "outcome": outcome,
-                             "t": time.monotonic(), "seed": body.get("seed"),
+                             "t": time.monotonic(), "seed": body.get("seed"), "shape": shape_of(body),
                              "roles": [m.get("role") for m in body.get("messages", [])]})
+
+    def load_stats(self) -> dict[str, Any]:
+        """The server's own figures: the load model's (when it has one) and the requests seen."""
+        stats = self.engine.stats() if self.engine is not None else {}
+        with self._lock:
+            return {**stats, "http_requests": self.requests}
 
 
 def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -207,9 +251,13 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 pass
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
-                data = {"object": "list", "data": [{"id": owner.model, "object": "model", "max_model_len": 4096}]}
+            path = self.path.rstrip("/")
+            if path.endswith("/models"):
+                data = {"object": "list", "data": [{"id": owner.model, "object": "model",
+                                                    "max_model_len": owner.max_model_len}]}
                 self._send(200, json.dumps(data).encode())
+            elif path == "/load":
+                self._send(200, json.dumps(owner.load_stats()).encode())
             else:
                 self._send(404, b'{"error": "not found"}')
 
@@ -218,12 +266,21 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length)
             if len(raw) < length:  # the client died while sending: no request was received
                 return
+            if self.path.rstrip("/") == "/load/reset":
+                if owner.engine is not None:
+                    owner.engine.reset_stats()
+                return self._send(200, json.dumps(owner.load_stats()).encode())
             try:
                 body = json.loads(raw or b"{}")
             except ValueError:
                 body = None
             if not isinstance(body, dict) or "messages" not in body:  # not a chat request: not logged
                 return self._send(400, b'{"error": {"message": "expected a chat completion request"}}')
+            refused = shape_error(body, auto_tool_choice=owner.auto_tool_choice)
+            if refused is not None:  # as vLLM answers a request it cannot take
+                owner._record(body, "bad_request")
+                return self._send(400, json.dumps({"error": {"message": refused, "type": "BadRequestError",
+                                                             "code": 400}}).encode())
             outcome = owner._decide()
             owner._record(body, outcome)
             if owner.delay_s:
@@ -239,21 +296,68 @@ def _handler(owner: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             reply = owner.answer(body)
             # an answer is text, or a message dict (e.g. with OpenAI-layout tool_calls)
             message = dict(reply) if isinstance(reply, dict) else {"content": reply}
+            message, finish, usage = complete_message(body, message, owner.thinking,
+                                                      honor_max_tokens=owner.honor_max_tokens)
             message["role"] = "assistant"
-            text = message.get("content") or ""
             if outcome == "broken_answer":
-                text = message["content"] = text[: max(1, len(text) // 2)]
-            finish = "tool_calls" if message.get("tool_calls") else "stop"
-            prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+                text = message.get("content") or ""
+                message["content"] = text[: max(1, len(text) // 2)]
+            if owner.engine is not None:  # the request's turn in the batch, on the load model's clock
+                owner.engine.run(usage["prompt_tokens"], usage["completion_tokens"])
             data = {
-                "id": f"chatcmpl-{len(owner.log)}",
+                "id": f"chatcmpl-{owner.requests}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", owner.model),
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, len(text) // 4),
-                          "total_tokens": max(1, prompt // 4) + max(1, len(text) // 4)},
+                "usage": usage,
             }
             self._send(200, json.dumps(data).encode())
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until stdin closes or SIGTERM: one JSON line with the URL on stdout first."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(description="a fake vLLM-like OpenAI-compatible server on 127.0.0.1")
+    parser.add_argument("--answers", choices=("factory", "schema"), default="factory",
+                        help="factory: fake:factory answers the factory's prompts; schema: an instance of the schema")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--model", default="fake-vllm")
+    parser.add_argument("--capacity", type=int, default=64, help="sequences in flight at most (0: no load model)")
+    parser.add_argument("--prefill", type=float, default=8000.0, help="prefill tokens/s shared by the batch")
+    parser.add_argument("--decode-alone", type=float, default=60.0, help="decode tokens/s of one sequence alone")
+    parser.add_argument("--decode-full", type=float, default=25.0, help="decode tokens/s per sequence at capacity")
+    parser.add_argument("--scale", type=float, default=1.0, help="virtual seconds per real second")
+    parser.add_argument("--reasoning", default="none", help="none | reasoning_content | reasoning | inline")
+    parser.add_argument("--thinking-tokens", type=int, default=0, help="tokens of thinking while thinking is on")
+    parser.add_argument("--max-model-len", type=int, default=32768)
+    args = parser.parse_args(argv)
+    if args.answers == "factory":
+        from factory.llm.fake_factory import factory_fake
+
+        answer = llm_answer(factory_fake())
+    else:
+        answer = default_answer
+    load = LoadModel(args.capacity, args.prefill, args.decode_alone, args.decode_full) if args.capacity else None
+    server = FakeOpenAIServer(answer, model=args.model, port=args.port, load=load, scale=args.scale,
+                              thinking=Thinking(args.reasoning, args.thinking_tokens), keep_log=False,
+                              max_model_len=args.max_model_len).start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    print(json.dumps({"url": server.url, "model": args.model, "load": load.as_dict() if load else None,
+                      "scale": args.scale}), flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    server.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,10 @@
   answers in request order. Two threads asking the same thing share one call.
 * **Faults**: an exception from a backend becomes ``LLMResponse(error=...)``; an
   answer that does not follow the requested schema gets one repair request, then is
-  returned with ``parse_error`` set.
+  returned with ``parse_error`` set. One cut off at ``max_tokens`` is ``truncated``
+  (with its figures) and gets no repair: the same budget would cut it off again.
+* **Thinking**: tokens a reasoning model spent thinking are part of ``tokens_out`` and
+  also counted apart (``thinking_tokens``), per call and in ``llm_usage``.
 """
 
 from __future__ import annotations
@@ -43,18 +46,22 @@ class Usage:
     cache_hits: int = 0
     errors: int = 0
     parse_errors: int = 0
+    truncated: int = 0
     repaired: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    thinking_tokens: int = 0
     latency_s: float = 0.0
 
     def add(self, response: LLMResponse, *, repaired: bool) -> None:
         self.calls += 1
         self.errors += response.error is not None
         self.parse_errors += response.error is None and response.parse_error is not None
+        self.truncated += response.error is None and response.truncated is not None
         self.repaired += repaired
         self.tokens_in += response.tokens_in
         self.tokens_out += response.tokens_out
+        self.thinking_tokens += response.thinking_tokens
         self.latency_s += response.latency_s
 
 
@@ -118,7 +125,7 @@ class Gateway:
 
     def complete(self, request: LLMRequest, *, stage: str | None = None, item_id: str = "") -> LLMResponse:
         stage = self.stage_default if stage is None else stage
-        key = request.key(self.backend.model)
+        key = self.key(request)
         hit = self._cached(key)
         if hit is not None:
             self._count_hit(stage)
@@ -166,6 +173,11 @@ class Gateway:
             return [self.complete(r, stage=stage, item_id=i) for r, i in zip(requests, ids)]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
             return list(pool.map(lambda pair: self.complete(pair[0], stage=stage, item_id=pair[1]), zip(requests, ids)))
+
+    def key(self, request: LLMRequest) -> str:
+        """The cache key: the request and the model, plus a backend switch that changes answers."""
+        tag = getattr(self.backend, "cache_tag", "")
+        return request.key(f"{self.backend.model}\n{tag}" if tag else self.backend.model)
 
     def bound(self, stage: str, item_id: str = "") -> "BoundGateway":
         """An ``LLM`` that attributes every call to one stage and item."""
@@ -270,6 +282,9 @@ class Gateway:
             "repaired": repaired,
             "tokens_in": response.tokens_in,
             "tokens_out": response.tokens_out,
+            "thinking_tokens": response.thinking_tokens,
+            "truncated": response.truncated,
+            "max_tokens": request.sampling.max_tokens,
             "latency_s": response.latency_s,
             "started_at": started,
             "run_id": self.run_id,

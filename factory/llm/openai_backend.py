@@ -11,7 +11,13 @@ take a JSON schema, so the spec says which (``structured``):
   ``{"type": "json_object", "schema": ...}``, as llama.cpp's servers take it.
 * ``none``: the schema is only described by the prompt; the answer is still checked.
 
-Tools go in the OpenAI tools layout; assistant tool calls and tool results round-trip.
+Tools go in the OpenAI tools layout (``tool_choice`` auto, required, none or a named
+function, as vLLM takes them); assistant tool calls, several in one turn included, and
+tool results round-trip. Reasoning models (``factory/llm/thinking.py``): calls that
+``disable_thinking`` names (default: those with an output schema) are sent with
+``chat_template_kwargs={"enable_thinking": false}``; ``reasoning_content`` (or
+``reasoning``) is kept apart from the answer, and the server's
+``completion_tokens_details.reasoning_tokens`` is taken when it reports one.
 Retries are the client's own: timeouts, refused connections, 408/409/429 and 5xx,
 with exponential backoff and jitter, ``max_retries`` times. Several comma-separated
 URLs serving one model are load-balanced (``factory/llm/balancer.py``): the least busy
@@ -38,6 +44,7 @@ from factory.llm.types import LLMRequest, LLMResponse, Message, ToolCall
 from factory.settings import LLMSettings
 
 STRUCTURED_MODES = ("json_schema", "json_object", "none")
+THINKING_SWITCH = ("structured", "all", "never")
 FLAVORS = {"": "json_schema", "vllm": "json_schema", "llamacpp": "json_object", "plain": "none"}
 FALLBACK_CONTEXT = 8192
 
@@ -60,6 +67,7 @@ class OpenAIBackend:
         max_retries: int = 4,
         context_tokens: int = 0,
         cooldown_s: float = 2.0,
+        disable_thinking: str = "structured",
     ) -> None:
         if not urls:
             raise OpenAIBackendError("the openai backend needs an endpoint URL, e.g. openai:http://127.0.0.1:8000/v1#MODEL")
@@ -67,11 +75,16 @@ class OpenAIBackend:
             raise OpenAIBackendError(f"the openai backend needs a model name after '#', e.g. openai:{urls[0]}#MODEL")
         if structured not in STRUCTURED_MODES:
             raise OpenAIBackendError(f"structured={structured!r}: expected one of {', '.join(STRUCTURED_MODES)}")
+        if disable_thinking not in THINKING_SWITCH:
+            raise OpenAIBackendError(f"disable_thinking={disable_thinking!r}: expected one of {', '.join(THINKING_SWITCH)}")
         from openai import OpenAI
 
         self.urls = urls
         self.model = model
         self.structured = structured
+        self.disable_thinking = disable_thinking
+        # the switch changes the answers: a non-default one is part of the cache key
+        self.cache_tag = "" if disable_thinking == "structured" else f"thinking-off:{disable_thinking}"
         # one endpoint: the client retries on it; several: the pool retries on another one
         client_retries = max_retries if len(urls) == 1 else 0
         self._clients = [
@@ -96,6 +109,8 @@ class OpenAIBackend:
             max_retries=int_option(spec, "retries", settings.max_retries),
             context_tokens=int_option(spec, "context", settings.context_tokens),
             cooldown_s=float_option(spec, "cooldown", 2.0),
+            # a generic OpenAI-compatible server may refuse fields it does not know
+            disable_thinking="never" if spec.flavor == "plain" else settings.disable_thinking,
         )
 
     @property
@@ -174,16 +189,25 @@ class OpenAIBackend:
             if getattr(c, "function", None) is not None
         ]
         usage = out.usage
+        extra = message.model_extra or {}
+        details = getattr(usage, "completion_tokens_details", None)
         response = LLMResponse(
             text=message.content or "",
             tool_calls=calls,
             finish_reason=choice.finish_reason,
+            reasoning=str(extra.get("reasoning_content") or extra.get("reasoning") or ""),
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            thinking_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
             backend=self.name,
             model=self.model,
         )
         return check_output(request, response)
+
+    def thinking_off(self, request: LLMRequest) -> bool:
+        if self.disable_thinking == "all":
+            return True
+        return self.disable_thinking == "structured" and request.output_schema is not None
 
     def request_kwargs(self, request: LLMRequest) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for a request (no endpoint, no key)."""
@@ -212,6 +236,9 @@ class OpenAIBackend:
                 }
             else:
                 kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
+        if self.thinking_off(request):
+            # not an OpenAI field: vLLM (and llama.cpp's server) pass it to the chat template
+            kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": False}}
         return kwargs
 
 

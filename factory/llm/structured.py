@@ -18,6 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from factory.llm.thinking import separate_thinking, truncation
 from factory.llm.types import LLMRequest, LLMResponse, Message
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
@@ -57,7 +58,9 @@ def schema_errors(schema: dict[str, Any], value: Any, limit: int = 3) -> list[st
 
 
 def check_output(request: LLMRequest, response: LLMResponse) -> LLMResponse:
-    """Fill ``parsed`` or ``parse_error`` for a request with an output schema (in place)."""
+    """Fill ``parsed``, or ``parse_error`` or ``truncated``, for a request with an output schema
+    (in place); any inline thinking is moved out of the text first (``factory/llm/thinking.py``)."""
+    separate_thinking(response)
     if request.output_schema is None or response.error is not None or response.tool_calls:
         return response
     value: Any = response.parsed
@@ -80,14 +83,17 @@ def check_output(request: LLMRequest, response: LLMResponse) -> LLMResponse:
         return _fail(response, "does not match the schema: " + "; ".join(problems), request)
     response.parsed = value
     response.parse_error = None
+    response.truncated = None
     return response
 
 
 def _fail(response: LLMResponse, reason: str, request: LLMRequest) -> LLMResponse:
-    if response.finish_reason == "length":
-        reason += f" (the answer was cut off at max_tokens={request.sampling.max_tokens})"
     response.parsed = None
-    response.parse_error = reason
+    if response.finish_reason == "length":  # not the model's format: its budget ran out
+        response.truncated = truncation(request, response, reason)
+        response.parse_error = None
+    else:
+        response.parse_error = reason
     return response
 
 
@@ -114,6 +120,7 @@ def merge_repair(first: LLMResponse, second: LLMResponse) -> LLMResponse:
     merged = second.model_copy()
     merged.tokens_in = first.tokens_in + second.tokens_in
     merged.tokens_out = first.tokens_out + second.tokens_out
+    merged.thinking_tokens = first.thinking_tokens + second.thinking_tokens
     merged.latency_s = first.latency_s + second.latency_s
     if merged.error is None and merged.parse_error is not None:
         merged.parse_error = f"still unusable after one repair request: {merged.parse_error}"

@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+@lru_cache(maxsize=256)
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, made once per class (pydantic builds it anew on every call)."""
+    return json.loads(_schema_text(model))
+
+
+TRUNCATED = "truncated: "  # how a truncation reads where it becomes text (``problem``, a draft's parse error)
 
 
 class _Model(BaseModel):
@@ -69,7 +83,7 @@ class LLMRequest(_Model):
     ) -> "LLMRequest":
         messages = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content=user)]
         if output is not None:
-            kwargs.setdefault("output_schema", output.model_json_schema())
+            kwargs.setdefault("output_schema", json_schema(output))
             kwargs.setdefault("schema_name", output.__name__)
         return cls(messages=messages, **kwargs)
 
@@ -92,9 +106,12 @@ class LLMResponse(_Model):
     parsed: dict[str, Any] | None = None
     parse_error: str | None = None
     error: str | None = Field(None, description="the call failed (after retries): the reason")
+    truncated: str | None = Field(None, description="a structured answer cut off at max_tokens: the figures")
     finish_reason: str | None = None
+    reasoning: str = Field("", description="the model's thinking (reasoning_content or an inline <think> block)")
     tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_out: int = Field(0, description="every completion token, thinking included")
+    thinking_tokens: int = Field(0, description="of tokens_out, those spent thinking")
     latency_s: float = 0.0
     backend: str = ""
     model: str = ""
@@ -102,7 +119,16 @@ class LLMResponse(_Model):
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.parse_error is None
+        return self.error is None and self.parse_error is None and self.truncated is None
+
+    @property
+    def problem(self) -> str | None:
+        """Why the answer cannot be used: the failed call, the cut-off answer or the parse failure."""
+        if self.error is not None:
+            return self.error
+        if self.truncated is not None:
+            return TRUNCATED + self.truncated
+        return self.parse_error
 
 
 @runtime_checkable

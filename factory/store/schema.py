@@ -69,10 +69,10 @@ def migrations() -> tuple[Migration, ...]:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.number)
     numbers = [m.number for m in found]
-    # numbers are handed out per change and may land out of order: unique and ascending
-    # is what replaying needs (a store records each number it applied)
-    if len(set(numbers)) != len(numbers) or not numbers or numbers[0] != 1:
-        raise RuntimeError(f"migrations must be numbered from 001 without repeats, found {numbers}")
+    # numbers are handed out per change, so one may land before a lower one does: a gap
+    # is allowed (the lower one is applied when it arrives), two files with one number not
+    if len(set(numbers)) != len(numbers) or (numbers and numbers[0] != 1):
+        raise RuntimeError(f"migrations must be numbered from 001, each number once, found {numbers}")
     return tuple(found)
 
 

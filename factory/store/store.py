@@ -10,7 +10,9 @@ holds a database file while it works:
 * **Readers** open an in-memory DuckDB with views over ``tables/<table>/*.parquet``
   (``Store.connect()``). The view named after a table keeps one row per key (see the
   ``-- key:`` lines in the migrations), so a row written twice (a rerun, a
-  compaction caught half way) is seen once.
+  compaction caught half way) is seen once. Creating a view over Parquet reads the
+  metadata of every segment it globs, so ``query`` creates only the views its SQL
+  names, and the views those build on.
 * **catalog.duckdb** is for people: the same views, written briefly when the store
   is migrated or by ``factory store catalog``. Writers never open it, so an
   interactive ``duckdb catalog.duckdb`` left open stalls nothing.
@@ -105,7 +107,7 @@ class Store:
             raise StoreError(
                 f"{self.root}: the store is at schema {max(applied)}, this factory knows {known}; upgrade the factory"
             )
-        if set(applied) >= {m.number for m in migrations()}:
+        if {m.number for m in migrations()} <= set(applied):
             return []
         with self._lock():
             applied = self.applied_migrations()
@@ -167,13 +169,16 @@ class Store:
             )
         return statements
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with views over the segments. Holds no file lock.
+    def connect(self, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with views over the segments (only those ``sql`` needs, when
+        given). Holds no file lock.
 
         Creating a view reads the schema of every segment it globs, and a compaction
         (another process's, say) can delete one in between: creating them is retried.
         """
         statements = self.view_sql()
+        if sql is not None:
+            statements = views_for(sql, statements)
         for attempt in range(RETRIES):
             con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
             try:
@@ -196,7 +201,7 @@ class Store:
         for attempt in range(RETRIES):
             con = None
             try:
-                con = self.connect()
+                con = self.connect(sql)  # creating the views globs the segments too: inside the retry
                 cursor = con.execute(sql, params or [])
                 names = [d[0] for d in cursor.description] if cursor.description else []
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -262,6 +267,35 @@ class Store:
             for path in inputs:
                 path.unlink(missing_ok=True)
             return len(inputs)
+
+
+_VIEW_NAME = re.compile(r'^CREATE OR REPLACE VIEW\s+"?([A-Za-z_][A-Za-z0-9_]*)"?\s+AS\b', re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def views_for(sql: str, statements: list[str]) -> list[str]:
+    """The view statements ``sql`` needs: the views it names and, in turn, theirs, in order.
+
+    Names are found as words (a column that happens to share a view's name only adds a
+    view). A view defined twice (a later migration replacing it) keeps both statements
+    in place, so views created between them bind as they do when every view is made.
+    """
+    named: list[str] = []
+    bodies: dict[str, list[str]] = {}
+    for statement in statements:
+        match = _VIEW_NAME.match(statement)
+        if match is None:
+            return statements  # not a view statement: no safe way to pick, make them all
+        named.append(match.group(1))
+        bodies.setdefault(match.group(1), []).append(statement[match.end():])
+    wanted: set[str] = set()
+    todo = [w for w in _WORD.findall(sql) if w in bodies]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(w for body in bodies[name] for w in _WORD.findall(body) if w in bodies and w not in wanted)
+    return [statement for name, statement in zip(named, statements) if name in wanted]
 
 
 class SegmentWriter:

@@ -35,6 +35,7 @@ class ClosedBookValidator:
         judged = judge_answers(answers, draft, ctx, self.name)
         hits = [j for j in judged if j.match]
         figures = {"samples": len(answers), "hits": len(hits), "answers": answers,
+                   "truncated": sum(1 for r in responses if r.truncated is not None),
                    "matches": [j.match for j in judged], "errors": errors}
         if len(hits) <= s.closed_book_max_hits:
             return verdict(self.name, True, **figures)

@@ -111,6 +111,7 @@ class SolveResult:
     answers: list[str] = field(default_factory=list)
     alternatives: list[list[str]] = field(default_factory=list)
     ambiguous: int = 0  # samples that named another answer the evidence also allows
+    truncated: int = 0  # samples cut off at the token budget (counted unsolved, reported apart)
     errors: list[str] = field(default_factory=list)
 
     def majority(self, share: float) -> bool:
@@ -118,7 +119,7 @@ class SolveResult:
 
     def figures(self) -> dict[str, Any]:
         return {"samples": self.samples, "solved": self.solved, "ambiguous": self.ambiguous,
-                "answers": self.answers, "alternatives": self.alternatives, "errors": self.errors}
+                "truncated": self.truncated, "answers": self.answers, "alternatives": self.alternatives, "errors": self.errors}
 
 
 def solve_with(chunk_ids: list[str], draft: Draft, ctx: ValidationContext, *, samples: int, stage: str) -> SolveResult:
@@ -140,6 +141,7 @@ def solve_with(chunk_ids: list[str], draft: Draft, ctx: ValidationContext, *, sa
             result.errors.append(response.error)
             continue
         result.samples += 1
+        result.truncated += response.truncated is not None
         answer = str(field_of(response, EvidenceAnswer, "answer") or "") if response.parsed is not None else ""
         # an unparsable reply is not a derivation: the sample counts as unsolved
         answers.append(answer)

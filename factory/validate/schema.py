@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from factory.llm.types import TRUNCATED
 from factory.prompts import COMPOSER
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
@@ -34,6 +35,9 @@ class SchemaValidator:
             values = figures.pop("say", {})
             return verdict(self.name, False, reason, say(lang, reason, **values), **figures)
 
+        if draft.parse_error and draft.parse_error.startswith(TRUNCATED):
+            # cut off by the token budget (thinking may have eaten it): not a wrong answer
+            return fail("truncated", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
         if draft.parse_error:
             return fail("parse_error", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
         if not draft.question.strip():

@@ -220,10 +220,10 @@ class Lexicon:
 
 @lru_cache(maxsize=100_000)
 def _known_common_ru(word: str) -> bool:
-    morph = morph()
-    if not morph.word_is_known(word):
+    analyser = morph()
+    if not analyser.word_is_known(word):
         return False
-    return not any(_PROPER_TAGS & set(str(p.tag).replace(" ", ",").split(",")) for p in morph.parse(word)[:3])
+    return not any(_PROPER_TAGS & set(str(p.tag).replace(" ", ",").split(",")) for p in analyser.parse(word)[:3])
 
 
 def proper_starts(text: str, tokens: Iterable[Token]) -> set[int]:

@@ -205,3 +205,22 @@ def test_schema_caps_lengths_so_a_looping_model_stays_parseable():
     looping = dict(REPLY, question="What is the answer to the question " * 30)
     draft = compose(sheet, TAX.spec(sheet.subgraph.cell), FakeLLM(script=[looping]), "en", "c")
     assert draft.parse_error and "question" in draft.parse_error  # a backend that ignores the cap is caught here
+
+
+def test_an_answer_cut_off_by_the_budget_is_a_truncated_draft_and_the_schema_check_says_so():
+    from factory.llm.structured import check_output
+    from factory.validate.base import DictChunks, ValidationContext
+    from factory.validate.schema import SchemaValidator
+    from factory.settings import ValidateSettings
+
+    def cut(request):  # thinking ate most of the budget, the JSON stops half way
+        return check_output(request, LLMResponse(text='<think>long thoughts</think>{"question": "Under wh',
+                                                 finish_reason="length", tokens_out=request.sampling.max_tokens,
+                                                 thinking_tokens=880))
+
+    draft = compose(sheet_en(), TAX.spec(sheet_en().subgraph.cell), FakeLLM(default=cut), "en", "cand-1",
+                    max_tokens=900)
+    assert draft.parse_error.startswith("truncated: cut off at max_tokens=900: 900 tokens written, 880 of them thinking")
+    ctx = ValidationContext(settings=ValidateSettings(), chunks=DictChunks({}), searchers={}, llm=None)
+    verdict = SchemaValidator().check(draft, ctx)
+    assert not verdict.ok and verdict.reason == "truncated" and "token budget" in verdict.feedback

@@ -90,3 +90,21 @@ def test_answers_fit_the_schema_limits() -> None:
     assert all(len(f.statement) <= FACT_CHARS for f in sheet.facts)
     assert {f.chunk_id for f in sheet.facts} == set(texts)
     assert facts_model(2)  # the schema the answer was checked against
+
+
+def test_offered_tools_the_fake_agent_searches_then_finalizes_by_tool_calls() -> None:
+    from factory.llm.types import Message, ToolSpec
+
+    llm = make_llm("fake:factory")
+    tools = [ToolSpec(name=n, description=n, parameters={"type": "object"})
+             for n in ("search_corpus", "save_and_advance", "finalize_ranking")]
+    start = [Message(role="system", content="You search."), Message(role="user", content="Question: Which river?")]
+    first = llm.complete(LLMRequest(messages=start, tools=tools, tool_choice="auto"))
+    assert [(c.name, c.parsed_arguments()) for c in first.tool_calls] == [("search_corpus", {"query": "Which river?"})]
+    results = Message(role="tool", tool_call_id=first.tool_calls[0].id, name="search_corpus",
+                      content="[1] chunk_id: d1_0\nsome text\n\n[2] chunk_id: d2_0\nmore text")
+    second = llm.complete(LLMRequest(messages=[*start, Message(role="assistant", tool_calls=first.tool_calls), results],
+                                     tools=tools, tool_choice="auto"))
+    call = second.tool_calls[0]
+    assert call.name == "finalize_ranking"
+    assert [r["chunk_id"] for r in call.parsed_arguments()["ranking"]] == ["d1_0", "d2_0"]

@@ -60,3 +60,51 @@ def test_bad_writes_are_refused(store, tmp_path):
         store.append("documents", [{"doc_id": "x", "colour": "red"}])
     with pytest.raises(StoreError, match="no store here"):
         Store(tmp_path / "absent", create=False)
+
+
+
+def test_a_migration_that_lands_after_a_higher_one_is_applied(tmp_path, monkeypatch):
+    import factory.store.schema as schema
+    import factory.store.store as store_module
+
+    everything = schema.migrations()
+    late = everything[-2]  # numbers are handed out per change: a lower one can land last
+
+    def known(found: tuple) -> None:
+        monkeypatch.setattr(schema, "migrations", lambda: found)
+        monkeypatch.setattr(store_module, "migrations", lambda: found)
+        schema.table_specs.cache_clear()
+
+    try:
+        known(tuple(m for m in everything if m is not late))
+        first = Store(tmp_path / "s")
+        first.append("runs", [{"run_id": "r1", "command": "before"}])
+        assert late.number not in first.applied_migrations()
+        known(everything)
+        again = Store(first.root)
+        assert again.applied_migrations() == [m.number for m in everything]
+        assert again.scalar("SELECT command FROM runs") == "before"
+        assert again.migrate() == []
+    finally:
+        schema.table_specs.cache_clear()
+
+
+def test_a_query_makes_only_the_views_it_needs_and_reads_the_same(store):
+    from factory.store.store import views_for
+
+    store.append("candidates", [{"candidate_id": "c1", "run_id": "r", "status": "accepted"}])
+    store.append("chunks", [{"chunk_id": "d_0", "doc_id": "d", "n": 0, "text": "kept"}])
+    statements = store.view_sql()
+    made = views_for("SELECT * FROM candidates WHERE run_id = ?", statements)
+    assert [s.split(" AS ")[0].split()[-1].strip('"') for s in made] == [
+        "candidates__segments", "candidates__latest", "candidates"]
+    # a view built on others brings them along, in migration order (chunks is defined twice)
+    assert len(views_for("SELECT * FROM chunks", statements)) > 3
+    for sql in ("SELECT candidate_id, status FROM candidates", "SELECT chunk_id FROM chunks",
+                "SELECT * FROM run_outcomes", "SELECT count(*) AS n FROM funnel"):
+        full = store.connect()
+        try:
+            expected = full.execute(sql).fetchall()
+        finally:
+            full.close()
+        assert [tuple(r.values()) for r in store.query(sql)] == expected
