@@ -9,15 +9,12 @@ the LLM gateway answers the calls it had already made from its cache.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from factory.agent.state import RoundState, SavedChunk
-from factory.agent.trace import EpisodeConfig, EpisodeTrace, RankedChunk, RoundTrace, TurnTrace
-from factory.llm.types import Message
+from factory.agent.trace import EpisodeTrace, trace_from_rows
 from factory.settings import Settings
 from factory.training.tasks import TrainingTask
 
@@ -128,13 +125,6 @@ def run_teacher(
 
 
 # ------------------------------------------------------------------ loading
-def _j(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
-
-
-_TURN_JSON = {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies"}
-
-
 def load_episodes(store: Any, episode_ids: list[str]) -> dict[str, EpisodeTrace]:
     """Many episodes at once (three queries in all), as ``factory.agent.load_episode`` rebuilds one."""
     if not episode_ids:
@@ -151,32 +141,11 @@ def load_episodes(store: Any, episode_ids: list[str]) -> dict[str, EpisodeTrace]
         turns = rows("SELECT * FROM agent_turns WHERE episode_id IN (SELECT unnest(?)) ORDER BY episode_id, turn_no")
     finally:
         con.close()
-    rounds_of: dict[str, list[RoundTrace]] = {}
+    rounds_of: dict[str, list[dict[str, Any]]] = {}
     for r in rounds:
-        rounds_of.setdefault(r["episode_id"], []).append(RoundTrace(
-            round_no=r["round_no"], state=RoundState.model_validate(_j(r["state"])),
-            start_messages=[Message.model_validate(m) for m in _j(r["start_messages"])],
-            ended_by=r["ended_by"] or "", searches=r["searches"] or 0, turns=r["turns"] or 0, tokens=r["tokens"] or 0,
-        ))
-    fields = set(TurnTrace.model_fields)
-    turns_of: dict[str, list[TurnTrace]] = {}
+        rounds_of.setdefault(r["episode_id"], []).append(r)
+    turns_of: dict[str, list[dict[str, Any]]] = {}
     for t in turns:
-        turns_of.setdefault(t["episode_id"], []).append(TurnTrace.model_validate(
-            {k: (_j(v) if k in _TURN_JSON else v) for k, v in t.items() if k in fields}
-        ))
-    out = {}
-    for e in episodes:
-        eid = e["episode_id"]
-        out[eid] = EpisodeTrace(
-            episode_id=eid, item_id=e["item_id"] or "", stage=e["stage"] or "", rollout=e["rollout"] or 0,
-            question=e["question"], lang=e["lang"], profile=e["profile"], protocol=e["protocol"],
-            llm=e["llm"] or "", model=e["model"] or "", config=EpisodeConfig.model_validate(_j(e["config"])),
-            rounds=rounds_of.get(eid, []), turns=turns_of.get(eid, []),
-            ranking=[RankedChunk.model_validate(r) for r in _j(e["ranking"]) or []],
-            finalized_by=e["finalized_by"] or "", seen=_j(e["seen_chunk_ids"]) or [],
-            saved=[SavedChunk.model_validate(s) for s in _j(e["saved"]) or []],
-            covered=_j(e["covered"]) or [], unresolved=_j(e["unresolved"]) or [], warnings=_j(e["warnings"]) or [],
-            searches=e["searches"] or 0, tokens_in=e["tokens_in"] or 0, tokens_out=e["tokens_out"] or 0,
-            elapsed_s=e["elapsed_s"] or 0.0, error=e["error"], run_id=e["run_id"] or "", started_at=e["started_at"],
-        )
-    return out
+        turns_of.setdefault(t["episode_id"], []).append(t)
+    return {e["episode_id"]: trace_from_rows(e, rounds_of.get(e["episode_id"], []), turns_of.get(e["episode_id"], []))
+            for e in episodes}

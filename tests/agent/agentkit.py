@@ -105,6 +105,20 @@ def settings_with(**agent: Any) -> Settings:
     return Settings(agent={"profile": "standard", "standard": limits, **top})
 
 
+class SilentTokens:
+    """An LLM whose backend reports no token counts (the harness must estimate)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name, self.model, self.context_tokens = inner.name, inner.model, inner.context_tokens
+        self.supports_tools = getattr(inner, "supports_tools", False)
+
+    def complete(self, request: LLMRequest) -> Any:
+        response = self.inner.complete(request)
+        response.tokens_in = response.tokens_out = 0
+        return response
+
+
 class RolloutPolicy:
     """Replies by rollout (the request's sample_index), each from its own script."""
 
