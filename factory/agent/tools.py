@@ -116,8 +116,8 @@ def tool_parameters(limits: AgentLimits) -> dict[str, dict[str, Any]]:
                 "saved_chunks": _chunk_reasons(
                     "chunks to keep, from this round's results or the saved set (re-passing a saved chunk updates "
                     "its reason)", limits, limits.saved_soft_cap),
-                "drop_from_saved": _strings("ids of saved chunks to drop; [] to drop nothing; none of them in "
-                                            "saved_chunks", ID_CHARS, limits.saved_soft_cap),
+                "drop_from_saved": {**_strings("ids of saved chunks to drop, [] to drop nothing; none of them in "
+                                               "saved_chunks", ID_CHARS, limits.saved_soft_cap), "default": []},
                 "covered_concepts": covered,
                 "unresolved_concepts": unresolved,
                 "round_summary": _text("what this round found and ruled out", SUMMARY_CHARS, limits.min_summary_chars),
@@ -131,7 +131,7 @@ def tool_parameters(limits: AgentLimits) -> dict[str, dict[str, Any]]:
                 "ranking": _chunk_reasons(f"the evidence, most relevant first (at most {limits.final_k} are kept)",
                                           limits, limits.final_k, min_items=1),
                 "covered_concepts": covered,
-                "unresolved_concepts": unresolved,
+                "unresolved_concepts": {**unresolved, "default": []},
             },
             "required": ["ranking", "covered_concepts"],
         },
@@ -234,21 +234,24 @@ def parse_actions(text: str, parsed: Any) -> list[tuple[str, Any]]:
 
 
 def _json_in(body: str) -> Any:
-    """The JSON object or list in a reply, prose around it ignored."""
-    starts = sorted(i for i in (body.find("{"), body.find("[")) if i >= 0)
+    """The first JSON object, or list of objects, in a reply; prose around it is ignored."""
+    starts = [i for i, ch in enumerate(body) if ch in "{["][:64]
     if not starts:
         raise NoAction('no JSON action found; answer with {"action": TOOL_NAME, "arguments": {...}}')
-    problem = ""
-    for start in starts:  # a bracket in prose before the object must not hide it
-        end = body.rfind("]" if body[start] == "[" else "}")
-        if end <= start:
-            problem = problem or "the action is not complete JSON (no closing bracket); answer with one JSON value"
-            continue
+    decoder = json.JSONDecoder()
+    first: json.JSONDecodeError | None = None
+    for start in starts:  # a bracket in prose before the action must not hide it
         try:
-            return json.loads(body[start : end + 1])
+            value, _ = decoder.raw_decode(body, start)
         except json.JSONDecodeError as exc:
-            problem = problem or f"the action is not valid JSON ({exc.msg}); answer with one JSON value"
-    raise ArgumentError(problem)
+            first = first or exc
+            continue
+        if isinstance(value, dict) or (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
+            return value
+    if not body.rstrip().endswith(("}", "]")):
+        raise ArgumentError("the action is not complete JSON (no closing bracket); answer with one JSON value")
+    raise ArgumentError(f"the action is not valid JSON ({first.msg if first else 'no object found'}); "
+                        "answer with one JSON value")
 
 
 def _one_action(value: Any) -> tuple[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.llm.fake import FakeLLM
-from factory.llm.types import LLMRequest
+from factory.llm.types import LLMRequest, LLMResponse, ToolCall
 from factory.records import Hit
 from factory.settings import AgentLimits, Settings
 
@@ -46,6 +46,21 @@ def load_fixture(lang: str = "en") -> dict[str, str]:
             doc = json.loads(line)
             texts[f"{doc['id']}_0"] = f"{doc['title']}. {doc['text']}"
     return texts
+
+
+def json_turn(*actions: dict[str, Any]) -> LLMResponse:
+    """One JSON-protocol reply holding several actions."""
+    return LLMResponse(text=json.dumps(list(actions)))
+
+
+def tools_turn(*actions: dict[str, Any]) -> LLMResponse:
+    """One tools-protocol reply holding several tool calls (ids c0, c1, ...)."""
+    return LLMResponse(tool_calls=[ToolCall(id=f"c{i}", name=a["tool"], arguments=json.dumps(a["arguments"]))
+                                   for i, a in enumerate(actions)])
+
+
+def several(protocol: str, *actions: dict[str, Any]) -> LLMResponse:
+    return json_turn(*actions) if protocol == "json" else tools_turn(*actions)
 
 
 def act(protocol: str, name: str, **arguments: Any) -> dict[str, Any]:

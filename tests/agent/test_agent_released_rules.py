@@ -7,9 +7,11 @@ import re
 
 import pytest
 
-from agentkit import FIVE_QUERIES, REASON, SilentTokens, act, finalize, make_llm, save, search, settings_with
+from agentkit import (
+    FIVE_QUERIES, REASON, SilentTokens, act, finalize, json_turn, make_llm, save, search, settings_with, tools_turn,
+)
 from factory.agent import SearchAgent, replay_request
-from factory.llm.types import LLMResponse, ToolCall
+from factory.llm.types import LLMResponse
 from factory.settings import Settings
 
 QUESTION = "Which flood destroyed the first Carrow Bridge?"
@@ -23,16 +25,6 @@ def episode(searcher, script, settings=None, protocol="json", llm=None, **kw):
 
 def calls(trace, code):
     return [(t, c) for t in trace.turns for c in t.calls if c.rejected and code in c.rejection.split(",")]
-
-
-def json_turn(*actions):
-    """One JSON-protocol reply holding several actions."""
-    return LLMResponse(text=json.dumps(list(actions)))
-
-
-def tools_turn(*actions):
-    return LLMResponse(tool_calls=[ToolCall(id=f"c{i}", name=a["tool"], arguments=json.dumps(a["arguments"]))
-                                   for i, a in enumerate(actions)])
 
 
 # ----------------------------------------------------------- parallel calls
