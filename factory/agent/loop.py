@@ -3,7 +3,7 @@
 An episode is a sequence of rounds. Each round starts from a fresh context rendered
 from the carried state only (question, saved evidence with reasons and text, declared
 coverage, last summary, goal). Within a round the model acts in turns; a turn may hold
-several tool calls (tool calls, or a JSON list of actions), run in order, each counted
+several tool calls (tool calls, or ``{"actions": [...]}``), run in order, each counted
 and each answered with results or with an error the model can correct from. Ids in
 save_and_advance and finalize_ranking must come from the context the model saw when it
 wrote the turn. Every limit comes from ``AgentLimits``; nothing here is a magic number.
@@ -37,7 +37,7 @@ from factory.llm.types import LLMRequest, LLMResponse, Message, Sampling
 from factory.settings import AgentSettings, Settings
 
 NO_TOOL = "You did not call a tool. Call one or more of: " + ", ".join(TOOL_NAMES) + "."
-JSON_HINT = ' Answer with JSON only: {"action": TOOL_NAME, "arguments": {...}}, or a list of such actions.'
+JSON_HINT = ' Answer with JSON only: {"action": TOOL_NAME, "arguments": {...}}, or {"actions": [...]} for several.'
 
 
 def call_llm(llm: Any, request: LLMRequest, *, stage: str, item_id: str) -> LLMResponse:

@@ -3,7 +3,7 @@
 The same schemas serve both protocols: as OpenAI function tools, and wrapped into a
 JSON-schema action (``{"action": NAME, "arguments": {...}}``, an ``anyOf`` of the
 three) for backends that can only constrain their output to a schema, such as the
-embedded llama.cpp model; a JSON list of actions runs several in one turn, as several
+embedded llama.cpp model; ``{"actions": [...]}`` runs several in one turn, as several
 tool calls do. Names, types, required flags and limits are the released harness's
 (DESIGN.md, "The released tool schemas"); the descriptions are ours. The schemas stay
 plain (objects, arrays, strings, one integer, ``const``) so llama.cpp's
@@ -164,7 +164,11 @@ def tool_specs(limits: AgentLimits) -> list[ToolSpec]:
 
 
 def action_schema(limits: AgentLimits) -> dict[str, Any]:
-    """A JSON action ``{"action": NAME, "arguments": {...}}``, or a list of them run in order."""
+    """A JSON action ``{"action": NAME, "arguments": {...}}``, or ``{"actions": [...]}`` run in order.
+
+    The list is wrapped in an object: structured-output checks (and ``LLMResponse.parsed``)
+    take one object at the top level. A bare list is still read (``parse_actions``).
+    """
     params = tool_parameters(limits)
     one = [
         {
@@ -174,9 +178,14 @@ def action_schema(limits: AgentLimits) -> dict[str, Any]:
         }
         for name in TOOL_NAMES
     ]
+    several = {
+        "type": "object",
+        "properties": {"actions": {"type": "array", "items": {"anyOf": one}, "minItems": 1,
+                                   "maxItems": limits.max_calls_per_turn}},
+        "required": ["actions"],
+    }
     # the single action first: a decoder that takes the first branch gets one action
-    return {"anyOf": [*one, {"type": "array", "items": {"anyOf": one}, "minItems": 1,
-                             "maxItems": limits.max_calls_per_turn}]}
+    return {"anyOf": [*one, several]}
 
 
 def describe_tools(limits: AgentLimits) -> str:

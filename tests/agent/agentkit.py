@@ -50,7 +50,7 @@ def load_fixture(lang: str = "en") -> dict[str, str]:
 
 def json_turn(*actions: dict[str, Any]) -> LLMResponse:
     """One JSON-protocol reply holding several actions."""
-    return LLMResponse(text=json.dumps(list(actions)))
+    return LLMResponse(text=json.dumps({"actions": list(actions)}))
 
 
 def tools_turn(*actions: dict[str, Any]) -> LLMResponse:

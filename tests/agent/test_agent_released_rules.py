@@ -73,9 +73,9 @@ def test_calls_past_the_per_turn_cap_are_refused(searcher):
     assert len(refused) == 2 and trace.searches == 3
 
 
-def test_a_json_reply_may_wrap_its_actions(searcher):
-    wrapped = LLMResponse(text=json.dumps({"actions": [search("json", "Vellmoor"), search("json", "Dunmere")]}))
-    trace, _ = episode(searcher, [wrapped])
+def test_a_json_reply_may_also_be_a_bare_list_of_actions(searcher):
+    bare = LLMResponse(text="Two searches: " + json.dumps([search("json", "Vellmoor"), search("json", "Dunmere")]))
+    trace, _ = episode(searcher, [bare])
     assert trace.turns[0].queries == ["Vellmoor", "Dunmere"]
 
 

@@ -71,13 +71,27 @@ def test_descriptions_state_the_released_semantics(specs):
 def test_the_json_protocol_takes_one_action_or_a_list():
     limits = AgentLimits()
     schema = action_schema(limits)
-    singles, many = schema["anyOf"][:3], schema["anyOf"][3]
+    singles, several = schema["anyOf"][:3], schema["anyOf"][3]
     assert [s["properties"]["action"]["const"] for s in singles] == [SEARCH, SAVE, FINALIZE]
-    assert many["type"] == "array" and many["items"]["anyOf"] == singles
+    many = several["properties"]["actions"]
+    assert several["type"] == "object" and many["type"] == "array" and many["items"]["anyOf"] == singles
     assert many["maxItems"] == limits.max_calls_per_turn
     one = {"action": SEARCH, "arguments": {"query": "a"}}
     assert parse_actions(json.dumps(one), None) == [(SEARCH, {"query": "a"})]
+    assert parse_actions("", {"actions": [one, one]}) == [(SEARCH, {"query": "a"})] * 2
     assert parse_actions("Let me search [twice]: " + json.dumps([one, one]), None) == [(SEARCH, {"query": "a"})] * 2
+
+
+def test_a_list_of_actions_passes_the_structured_output_check():
+    from factory.llm.structured import check_output
+    from factory.llm.types import LLMRequest, LLMResponse
+
+    limits = AgentLimits()
+    request = LLMRequest.chat(None, "q", output_schema=action_schema(limits), schema_name="agent_action")
+    one = {"action": SEARCH, "arguments": {"query": "a"}}
+    for reply in (one, {"actions": [one, one]}):
+        checked = check_output(request, LLMResponse(text=json.dumps(reply)))
+        assert checked.parse_error is None and checked.parsed == reply
 
 
 def ten_chunk_finalize(reason: str, ids: str) -> str:
