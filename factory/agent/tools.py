@@ -189,13 +189,14 @@ def action_schema(limits: AgentLimits) -> dict[str, Any]:
 
 
 def describe_tools(limits: AgentLimits) -> str:
-    """The tools in words, for the system prompt of the JSON protocol."""
+    """The tools in words, for the system prompt of the JSON protocol: each one's arguments and
+    first sentence (the system prompt's rules say the rest)."""
     lines = []
     for spec in tool_specs(limits):
         props = spec.parameters["properties"]
         required = set(spec.parameters.get("required", []))
         args = ", ".join(f"{k}{'' if k in required else '?'}" for k in props)
-        lines.append(f"- {spec.name}({args}): {spec.description}")
+        lines.append(f"- {spec.name}({args}): {spec.description.split('. ')[0].rstrip('.')}.")
     return "\n".join(lines)
 
 
