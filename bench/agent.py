@@ -77,8 +77,9 @@ def load_docs(limit: int | None) -> list[dict]:
     return docs
 
 
-def scripted_policy(rounds: int, per_round: int):
-    """Fresh queries from the results it saw; save after per_round searches; finalize in the last round."""
+def scripted_policy(rounds: int, per_round: int, per_turn: int = 1):
+    """Fresh queries from the results it saw; save after per_round searches (per_turn in each
+    turn, as parallel calls); finalize in the last round."""
     import re
 
     counter = {"n": 0}
@@ -87,10 +88,12 @@ def scripted_policy(rounds: int, per_round: int):
         counter["n"] += 1
         state = request.messages[1].content
         round_no = int(re.search(r"Round (\d+) of", state).group(1))
-        searches = sum(1 for m in request.messages if m.role == "assistant" and "search_corpus" in (m.content or ""))
+        searches = sum((m.content or "").count('"search_corpus"') for m in request.messages if m.role == "assistant")
         seen = re.findall(r"chunk_id: (\S+)", "\n".join(m.content or "" for m in request.messages))
         if searches < per_round:
-            return {"action": "search_corpus", "arguments": {"query": f"history of science topic {counter['n']}", "top_k": 5}}
+            actions = [{"action": "search_corpus", "arguments": {"query": f"history of science topic {counter['n']} {i}",
+                                                                 "top_k": 5}} for i in range(min(per_turn, per_round - searches))]
+            return actions[0] if len(actions) == 1 else {"actions": actions}
         picks = [{"chunk_id": c, "reason": "it matched the topic of the question well"} for c in seen[:3]]
         coverage = {"covered_concepts": ["topic"], "unresolved_concepts": []}
         if round_no < rounds:
@@ -103,13 +106,13 @@ def scripted_policy(rounds: int, per_round: int):
     return reply
 
 
-def bench_overhead(index, episodes: int) -> None:
+def bench_overhead(index, episodes: int, per_turn: int = 1) -> None:
     settings = Settings(agent={"profile": "standard"})
     rounds, per_round = settings.agent.standard.rounds, 8
     turn_times, search_times, model_times = [], [], []
     for e in range(episodes):
         searcher = Timed(index.searcher("bm25"), "search")
-        llm = Timed(FakeLLM(default=scripted_policy(rounds, per_round), context_tokens=131_072), "complete")
+        llm = Timed(FakeLLM(default=scripted_policy(rounds, per_round, per_turn), context_tokens=131_072), "complete")
         agent = SearchAgent(searcher, llm, settings, text_of=index.index_text)
         start = time.perf_counter()
         trace = agent.episode(f"bench question {e}")
@@ -120,7 +123,8 @@ def bench_overhead(index, episodes: int) -> None:
         search_times.append(searcher.seconds / max(1, searcher.calls))
         model_times.append(llm.seconds / turns)
         harness = (wall - searcher.seconds - llm.seconds) / turns
-        emit(part="overhead", episode=e, turns=turns, searches=trace.searches, rounds=len(trace.rounds),
+        emit(part="overhead", calls_per_turn=per_turn, episode=e, turns=turns, searches=trace.searches,
+             rounds=len(trace.rounds),
              wall_s=round(wall, 4), per_turn_ms=round(wall / turns * 1000, 3),
              search_ms=round(searcher.seconds / max(1, searcher.calls) * 1000, 3),
              fake_model_ms=round(llm.seconds / turns * 1000, 3), harness_ms_per_turn=round(harness * 1000, 3))
@@ -219,6 +223,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=None, help="index only the first N documents")
     parser.add_argument("--episodes", type=int, default=5, help="scripted episodes for the overhead figure")
+    parser.add_argument("--calls-per-turn", type=int, default=1,
+                        help="searches the scripted model makes in one turn (parallel calls) for the overhead figure")
     parser.add_argument("--questions", type=int, default=3, help="episodes with the real model")
     parser.add_argument("--llm", default="llamacpp:smollm2-135m")
     parser.add_argument("--max-rounds", type=int, default=None, help="cap the agent's rounds (default: the profile's)")
@@ -242,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict:
         build_index_from_chunks(chunks, Path(tmp) / "index", "en", Settings(), dense=None, progress=False)
         index = open_index(Path(tmp) / "index")
         emit(part="index", chunks=len(chunks), build_s=round(time.perf_counter() - start, 2))
-        bench_overhead(index, args.episodes)
+        bench_overhead(index, args.episodes, args.calls_per_turn)
         episodes = [] if args.no_model else bench_model(index, docs, args.llm, args.questions, args.max_rounds, args.max_turns)
     overhead = [f for f in FIGURES if f["part"] == "overhead"]
     summary = dict(
@@ -251,6 +257,7 @@ def main(argv: list[str] | None = None) -> dict:
         harness_ms_per_turn_median=statistics.median(f["harness_ms_per_turn"] for f in overhead),
         search_ms_median=statistics.median(f["search_ms"] for f in overhead),
         turns_per_scripted_episode=overhead[0]["turns"],
+        calls_per_turn=args.calls_per_turn,
     )
     if episodes:
         summary.update(

@@ -9,6 +9,11 @@
   ``corpus.jsonl``, else a ``DOCID_N`` chunk id read back); a document counts once.
 * **Run files** list each query's final set in the unit, score descending then id
   ascending, so any TREC evaluator (ir-measures, trec_eval) reproduces Recall@k.
+* **How the agent's episodes ended**, per query and in total: ``finalized`` (the model's
+  own ranking), ``fallback`` (it never finalized; the harness ranked saved then seen
+  chunks) or ``error`` (the model call failed on every try). Recall@k is given over
+  all queries and over the finalized ones, so the model's rankings are not mixed with
+  the harness's.
 
 The folder is BEIR-style (``factory.benchmark_folder`` reads it): ``corpus.jsonl``
 (``_id``, ``title``, ``text``, optional ``doc_id``), ``queries.jsonl`` (``_id``,
@@ -35,6 +40,7 @@ from factory.benchmark_folder import (
 
 Unit = Literal["chunk", "doc"]
 RETRIEVERS = ("bm25", "dense", "hybrid", "agent")
+OUTCOMES = ("finalized", "fallback", "error")
 
 
 BenchmarkError = BenchmarkFolderError  # a bad folder, or a bad request about one
@@ -100,6 +106,14 @@ class QueryRun(BaseModel):
     searches: int = 0
     rounds: float = 0.0
     episode_ids: list[str] = Field(default_factory=list)
+    ended: dict[str, int] = Field(default_factory=dict, description="agent episodes by how they ended")
+
+
+def query_outcome(ended: dict[str, int]) -> str:
+    """One query's ending over its rollouts: finalized only when every rollout finalized."""
+    if ended.get("error"):
+        return "error"
+    return "fallback" if ended.get("fallback") else "finalized"
 
 
 def final_units(ranking: list[tuple[str, float]], bench: Benchmark, unit: Unit, k: int) -> list[tuple[str, float]]:
@@ -136,6 +150,9 @@ class EvalReport(BaseModel):
     per_mechanic: dict[str, dict[str, float]] = Field(default_factory=dict)
     per_query: list[dict[str, Any]] = Field(default_factory=list)
     searches_mean: float = 0.0
+    ended: dict[str, int] = Field(default_factory=dict, description="agent: queries by how their episodes ended")
+    finalized_queries: int = 0
+    recall_finalized: float | None = Field(None, description="agent: Recall@k over the finalized queries")
     rollouts: int = 0
     llm: str = ""
     elapsed_s: float = 0.0
@@ -158,12 +175,15 @@ def score(bench: Benchmark, runs: dict[str, QueryRun], retriever: str, unit: Uni
             "trajectory_recall": trajectory_recall(run.seen or [c for c, _ in run.ranking[:k]], relevant, unit_of),
             "relevant": len(relevant),
             "searches": run.searches,
+            **({"ended": query_outcome(run.ended), **{o: run.ended.get(o, 0) for o in OUTCOMES}} if run.ended else {}),
         })
     n = len(per_query)
     mean = lambda rows, key: sum(r[key] for r in rows) / len(rows) if rows else 0.0  # noqa: E731
     mechanics: dict[str, list[dict[str, Any]]] = {}
     for row in per_query:
         mechanics.setdefault(row["mechanic"], []).append(row)
+    agent = any("ended" in row for row in per_query)
+    finalized = [row for row in per_query if row.get("ended") == "finalized"]
     return EvalReport(
         retriever=retriever,
         unit=unit,
@@ -177,6 +197,9 @@ def score(bench: Benchmark, runs: dict[str, QueryRun], retriever: str, unit: Uni
         },
         per_query=per_query,
         searches_mean=mean(per_query, "searches"),
+        ended={o: sum(row.get("ended") == o for row in per_query) for o in OUTCOMES} if agent else {},
+        finalized_queries=len(finalized),
+        recall_finalized=mean(finalized, "recall") if finalized else None,
     )
 
 
@@ -233,6 +256,7 @@ def run_agent(
             searches=sum(e.searches for e in episodes),
             rounds=sum(len(e.rounds) for e in episodes) / max(1, len(episodes)),
             episode_ids=[e.episode_id for e in episodes],
+            ended={o: sum(e.outcome == o for e in episodes) for o in OUTCOMES},
         )
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:

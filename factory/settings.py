@@ -160,7 +160,8 @@ class ComposeSettings(Section):
 
 
 class AgentLimits(Section):
-    """One profile of the search agent's loop; defaults are the published harness's."""
+    """One profile of the search agent's loop; defaults are the published harness's
+    unless the description says the limit is ours."""
 
     rounds: int = Field(5, ge=1, description="rounds per episode")
     round_token_budget: int = Field(32_768, ge=512, description="tokens a round's context may grow to")
@@ -171,19 +172,38 @@ class AgentLimits(Section):
     min_summary_chars: int = Field(50, ge=0)
     min_goal_chars: int = Field(30, ge=0)
     saved_soft_cap: int = Field(15, ge=1, description="more saved chunks are kept, with a warning")
-    no_new_warning_after: int = Field(5, ge=1, description="consecutive searches without a new chunk before a warning")
+    no_new_warning_after: int = Field(
+        5, ge=1, description="searches in a row of one round that show no new passage (all already shown this round "
+        "or saved) before a warning"
+    )
     max_no_tool_turns: int = Field(2, ge=1, description="turns without a tool call that end a round")
     max_locked_search_turns: int = Field(2, ge=1, description="turns of locked searches that end a round")
     max_turns_per_round: int = Field(60, ge=1)
+    max_calls_per_turn: int = Field(
+        10, ge=1, description="ours, not published: tool calls run from one assistant turn; later ones are refused"
+    )
     search_retries: int = Field(3, ge=0, description="retries of a search that raised")
+    llm_retries: int = Field(3, ge=0, description="retries of a failed model call before the episode ends with error")
+    llm_retry_wait_s: float = Field(1.0, ge=0, description="ours: pause before each retry of a failed model call")
     min_final_chunks: int = Field(3, ge=0, description="a shorter final ranking is accepted with a warning")
     final_k: int = Field(10, ge=1, description="chunks in the final ranking")
     top_k_default: int = Field(5, ge=1, description="results per search unless the model asks")
     top_k_max: int = Field(10, ge=1)
-    snippet_chars: int = Field(700, ge=40, description="characters of each result shown")
-    saved_snippet_chars: int = Field(300, ge=0, description="characters of each saved chunk shown at a round's start")
+    snippet_tokens: int = Field(
+        512, ge=10, description="tokens of each result shown, and of each saved chunk at a round's start "
+        "(cut at snippet_tokens * chars_per_token characters)"
+    )
     max_output_tokens: int = Field(1024, ge=32, description="completion budget per turn")
-    chars_per_token: float = Field(4.0, gt=0, description="token estimate where the backend has no tokenizer")
+    chars_per_token: float = Field(
+        4.0, gt=0, description="token estimate where the backend reports no prompt tokens; a backend's report "
+        "lowers it for the rest of the episode when its text is denser (Cyrillic)"
+    )
+
+
+# A 10-chunk finalize_ranking with 20-character reasons takes 331-364 tokens of SmolLM2's
+# tokenizer with English reasons and 474 with Russian ones (tests/agent/test_agent_tokens.py):
+# 768 leaves room for longer reasons, so the small model's final ranking is not cut off.
+SMALL_MAX_OUTPUT_TOKENS = 768
 
 
 class SmallAgentLimits(AgentLimits):
@@ -194,9 +214,8 @@ class SmallAgentLimits(AgentLimits):
     round_token_budget: int = Field(6_144, ge=512)
     top_k_default: int = Field(3, ge=1)
     top_k_max: int = Field(5, ge=1)
-    snippet_chars: int = Field(320, ge=40)
-    saved_snippet_chars: int = Field(120, ge=0)
-    max_output_tokens: int = Field(384, ge=32)
+    snippet_tokens: int = Field(80, ge=10)
+    max_output_tokens: int = Field(SMALL_MAX_OUTPUT_TOKENS, ge=32)
 
 
 class AgentSettings(Section):
@@ -206,11 +225,17 @@ class AgentSettings(Section):
         "auto", description="auto: 'small' when the backend's window is at most small_context_max tokens"
     )
     small_context_max: int = Field(16_384, ge=1)
+    fallback_context_tokens: int = Field(
+        8192, ge=1024, description="window assumed when the backend reports none (the trace gets a warning)"
+    )
+    window_margin_share: float = Field(
+        0.1, ge=0, lt=0.5, description="share of the window kept free besides one completion, for estimate errors"
+    )
     standard: AgentLimits = AgentLimits()
     small: SmallAgentLimits = SmallAgentLimits()
     max_rounds: int | None = Field(None, ge=1, description="caps the profile's rounds (demo runs)")
     protocol: Literal["auto", "tools", "json"] = Field(
-        "auto", description="tools: OpenAI tool calls; json: one schema-constrained JSON action per turn"
+        "auto", description="tools: OpenAI tool calls; json: schema-constrained JSON actions (one or a list per turn)"
     )
     query_dedup: Literal["round", "episode"] = Field(
         "round", description="where repeated queries are rejected: a fresh round has forgotten the earlier queries"

@@ -163,6 +163,44 @@ def test_agent_eval_matches_ir_measures_and_tracks_trajectory(bench_dir, tmp_pat
     assert report.recall == pytest.approx(sum(expected) / 6)
     assert report.trajectory_recall >= report.recall
     assert store.scalar("SELECT count(*) FROM agent_episodes WHERE stage = 'eval'") == 12
+    # every episode finalized: the finalized-only recall is the recall
+    assert report.ended == {"finalized": 6, "fallback": 0, "error": 0} and report.finalized_queries == 6
+    assert report.recall_finalized == pytest.approx(report.recall)
+    assert all(row["ended"] == "finalized" and row["finalized"] == 2 for row in report.per_query)
+
+
+def test_agent_eval_says_how_each_episode_ended(bench_dir, tmp_path):
+    """Recall over all queries mixes the harness's fallback rankings in; over finalized ones it does not."""
+    from factory.llm.types import LLMResponse
+
+    bench = load_benchmark(bench_dir)
+    index = open_benchmark_index(bench, Settings())
+    plan = {q.qid: ("finalized", "fallback", "error")[i % 3] for i, q in enumerate(bench.queries)}
+    texts = {q.text: q.qid for q in bench.queries}
+
+    def policy(request):
+        qid = texts[re.search(r"Question: (.*)", request.messages[1].content).group(1)]
+        if plan[qid] == "error":
+            return LLMResponse(error="HTTP 503 the server is gone")
+        if plan[qid] == "fallback" and len(request.messages) > 2:
+            return "I would rather not rank anything."  # prose: no tool call, the round ends, nothing finalized
+        return agent_policy(request)
+
+    settings = Settings(agent={"max_rounds": 1, "standard": {"llm_retry_wait_s": 0}})
+    report = evaluate(bench, "agent", index=index, llm=FakeLLM(default=policy, context_tokens=131_072),
+                      settings=settings, out=tmp_path)
+    assert report.ended == {"finalized": 2, "fallback": 2, "error": 2}
+    assert {row["qid"]: row["ended"] for row in report.per_query} == plan
+    finalized = [row["recall"] for row in report.per_query if row["ended"] == "finalized"]
+    assert report.finalized_queries == 2 and report.recall_finalized == pytest.approx(sum(finalized) / 2)
+    assert json.loads((tmp_path / "metrics.json").read_text())["agent/chunk"]["ended"] == report.ended
+    # the run file still lists every query's final set, fallback and error rankings too, with the stable tie-break
+    lines = Path(report.run_file).read_text().splitlines()
+    ranked = {line.split()[0] for line in lines}
+    assert {q for q, how in plan.items() if how != "error"} <= ranked
+    for qid in ranked:
+        scores = [(-float(l.split()[4]), l.split()[2]) for l in lines if l.split()[0] == qid]
+        assert scores == sorted(scores)
 
 
 def test_score_skips_unjudged_queries_and_groups_mechanics(bench_dir):
@@ -202,6 +240,8 @@ def test_cli_eval_agent_with_fake_spec(bench_dir, tmp_path, monkeypatch):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["agent/chunk"]["queries"] == 2
     assert (out / "store").is_dir() and (out / "run.agent.trec").is_file()
+    assert "how its episodes ended" in result.output and "fallback" in result.output and "agent per query" in result.output
+    assert sum(metrics["agent/chunk"]["ended"].values()) == 2
 
 
 def test_cli_eval_bad_retriever_is_one_line_error(bench_dir):

@@ -2,12 +2,18 @@
 
 The profile follows the backend's context window (the embedded model has 8,192
 tokens, so it gets fewer and shorter results and a smaller round budget); the
-protocol follows the backend's capability: OpenAI tool calls where it has them, a
-schema-constrained JSON action per turn where it does not.
+protocol follows the backend's capability: OpenAI tool calls where it has them,
+schema-constrained JSON actions where it does not.
+
+The window is what the backend reports (a llama.cpp server's runtime context, vLLM's
+``max_model_len``); a backend that reports none gets ``agent.fallback_context_tokens``
+and the episode's trace says so. A round's budget never exceeds the window less one
+completion and a safety margin, so a context whose tokens were underestimated still fits.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from factory.settings import AgentLimits, AgentSettings, Settings
@@ -23,21 +29,37 @@ def agent_settings(settings: Settings | AgentSettings | None) -> AgentSettings:
     return settings.agent
 
 
-def choose_profile(settings: AgentSettings, llm: Any) -> tuple[str, AgentLimits]:
-    """The named profile and its limits, with ``max_rounds`` applied."""
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    limits: AgentLimits
+    window: int
+    window_source: str  # backend | settings
+    warning: str = ""
+
+
+def choose_profile(settings: AgentSettings, llm: Any) -> Profile:
+    """The named profile and its limits (``max_rounds`` and the window applied)."""
+    reported = int(getattr(llm, "context_tokens", 0) or 0)
+    window = reported or settings.fallback_context_tokens
+    warning = "" if reported else (
+        f"the backend reported no context window; assumed {window:,} tokens (agent.fallback_context_tokens). "
+        "Give the real one with the spec option context=TOKENS or llm.context_tokens."
+    )
     name = settings.profile
-    window = int(getattr(llm, "context_tokens", 0) or 0)
     if name == "auto":
-        name = "small" if 0 < window <= settings.small_context_max else "standard"
+        name = "small" if window <= settings.small_context_max else "standard"
     limits = settings.small if name == "small" else settings.standard
     update: dict[str, Any] = {}
     if settings.max_rounds is not None and settings.max_rounds < limits.rounds:
         update["rounds"] = settings.max_rounds
-    if window and limits.round_token_budget > window - limits.max_output_tokens:
-        # the round must fit the window together with one completion
-        update["round_token_budget"] = max(512, window - limits.max_output_tokens)
+    room = int(window * (1 - settings.window_margin_share)) - limits.max_output_tokens
+    if limits.round_token_budget > room:
+        # the round must fit the window together with one completion and the margin
+        update["round_token_budget"] = max(512, room)
     # a plain AgentLimits: traces compare and reload the same whatever profile class it came from
-    return name, AgentLimits(**{**limits.model_dump(), **update})
+    return Profile(name, AgentLimits(**{**limits.model_dump(), **update}), window,
+                   "backend" if reported else "settings", warning)
 
 
 def supports_tools(llm: Any) -> bool:

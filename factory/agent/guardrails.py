@@ -85,14 +85,25 @@ def check_search(
 
 
 # ----------------------------------------------------------- shared rules
-def _check_chunks(items: list[ChunkReason], state: EpisodeState, limits: AgentLimits, problems: _Problems, what: str) -> None:
-    known = set(state.seen) | set(state.saved)
-    unknown = [c.chunk_id for c in items if c.chunk_id not in known]
-    if unknown:
+def _check_chunks(
+    items: list[ChunkReason], state: EpisodeState, context: set[str], limits: AgentLimits, problems: _Problems, what: str
+) -> None:
+    """Ids must come from the current context: the saved set plus this round's results."""
+    ids = [c.chunk_id for c in items]
+    never = [c for c in ids if c not in context and c not in state.seen]
+    if never:
         problems.add(
             "unknown_chunk",
-            f"{what} names chunk id(s) never shown in a search result: {', '.join(unknown[:5])}. "
+            f"{what} names chunk id(s) never shown in a search result: {', '.join(never[:5])}. "
             "Use chunk ids exactly as the results print them.",
+        )
+    earlier = [c for c in ids if c not in context and c in state.seen]
+    if earlier:
+        problems.add(
+            "chunk_not_in_context",
+            f"{what} names chunk id(s) not in your current context (the saved evidence and the results shown "
+            f"this round before this turn): {', '.join(earlier[:5])}. A chunk from an earlier round that you did "
+            "not save must be found again by a search first.",
         )
     short = [c.chunk_id for c in items if len(c.reason.strip()) < limits.min_reason_chars]
     if short:
@@ -129,8 +140,9 @@ def unresolved_share(covered: list[str], unresolved: list[str]) -> float:
 
 
 # -------------------------------------------------------------------- save
-def check_save(args: SaveArgs, state: EpisodeState, limits: AgentLimits) -> list[str]:
-    """Warnings for an accepted save_and_advance; raises Rejection."""
+def check_save(args: SaveArgs, state: EpisodeState, context: set[str], limits: AgentLimits) -> list[str]:
+    """Warnings for an accepted save_and_advance; raises Rejection. ``context``: the
+    chunk ids the model could see when it wrote the call."""
     if state.is_last_round:
         raise Rejection.one(
             "save_last_round",
@@ -150,10 +162,17 @@ def check_save(args: SaveArgs, state: EpisodeState, limits: AgentLimits) -> list
             f"save_and_advance must save at least {limits.min_saved_to_save} chunk in saved_chunks "
             "(chunk_id and reason).",
         )
-    _check_chunks(args.saved_chunks, state, limits, problems, "saved_chunks")
+    _check_chunks(args.saved_chunks, state, context, limits, problems, "saved_chunks")
     not_saved = [c for c in args.drop_from_saved if c not in state.saved]
     if not_saved:
         problems.add("drop_not_saved", f"drop_from_saved names chunk(s) that are not saved: {', '.join(not_saved[:5])}.")
+    both = [c.chunk_id for c in args.saved_chunks if c.chunk_id in set(args.drop_from_saved)]
+    if both:
+        problems.add(
+            "save_drop_overlap",
+            f"{', '.join(dict.fromkeys(both[:5]))} is in both saved_chunks and drop_from_saved; keep it (saved_chunks, "
+            "which updates its reason) or drop it, not both.",
+        )
     _check_coverage(args.covered_concepts, args.unresolved_concepts, problems)
     if len(args.round_summary.strip()) < limits.min_summary_chars:
         problems.add(
@@ -178,12 +197,14 @@ def check_save(args: SaveArgs, state: EpisodeState, limits: AgentLimits) -> list
 
 
 # ---------------------------------------------------------------- finalize
-def check_finalize(args: FinalizeArgs, state: EpisodeState, limits: AgentLimits) -> tuple[list[ChunkReason], list[str]]:
+def check_finalize(
+    args: FinalizeArgs, state: EpisodeState, context: set[str], limits: AgentLimits
+) -> tuple[list[ChunkReason], list[str]]:
     """The ranking to keep (deduplicated, cut to final_k) and warnings; raises Rejection."""
     problems = _Problems()
     if not args.ranking:
         problems.add("empty_ranking", "the ranking is empty; list the chunk ids that answer the question, best first.")
-    _check_chunks(args.ranking, state, limits, problems, "ranking")
+    _check_chunks(args.ranking, state, context, limits, problems, "ranking")
     _check_coverage(args.covered_concepts, args.unresolved_concepts, problems)
     share = unresolved_share(args.covered_concepts, args.unresolved_concepts)
     if not state.is_last_round and share >= 0.5:

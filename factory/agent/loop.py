@@ -1,10 +1,12 @@
 """The bounded multi-round ReAct loop over a fixed index (see DESIGN.md, "The search agent").
 
 An episode is a sequence of rounds. Each round starts from a fresh context rendered
-from the carried state only (question, saved evidence with reasons, declared
-coverage, last summary, goal); within a round the model acts one tool call per turn
-and the harness answers each call with results or with an error it can correct from.
-Every limit comes from ``AgentLimits``; nothing here is a magic number.
+from the carried state only (question, saved evidence with reasons and text, declared
+coverage, last summary, goal). Within a round the model acts in turns; a turn may hold
+several tool calls (tool calls, or ``{"actions": [...]}``), run in order, each counted
+and each answered with results or with an error the model can correct from. Ids in
+save_and_advance and finalize_ranking must come from the context the model saw when it
+wrote the turn. Every limit comes from ``AgentLimits``; nothing here is a magic number.
 """
 
 from __future__ import annotations
@@ -22,18 +24,20 @@ from factory.agent.fusion import reciprocal_rank_fusion
 from factory.agent.guardrails import Rejection
 from factory.agent.prompts import round_messages
 from factory.agent.state import EpisodeState, SavedChunk, normalize_query
+from factory.agent.tokens import TokenMeter
 from factory.agent.tools import (
-    FINALIZE, SAVE, SEARCH, TOOL_NAMES, ArgumentError, NoAction, action_schema, cut, format_results, parse_action,
-    parse_arguments, tool_specs,
+    FINALIZE, SAVE, SEARCH, TOOL_NAMES, ArgumentError, NoAction, action_schema, cut, format_results, parse_actions,
+    parse_arguments, snippet_chars, tool_specs,
 )
-from factory.agent.trace import AgentResult, EpisodeConfig, EpisodeTrace, RankedChunk, RoundTrace, ShownHit, TurnTrace, write_episode
+from factory.agent.trace import (
+    AgentResult, CallTrace, EpisodeConfig, EpisodeTrace, RankedChunk, RoundTrace, ShownHit, TurnTrace, write_episode,
+)
 from factory.clock import utc_now
 from factory.llm.types import LLMRequest, LLMResponse, Message, Sampling
 from factory.settings import AgentSettings, Settings
 
-NO_TOOL = "You did not call a tool. Call exactly one of: " + ", ".join(TOOL_NAMES) + "."
-JSON_HINT = ' Answer with one JSON object: {"action": TOOL_NAME, "arguments": {...}}.'
-IGNORED = "Error: only one tool call per turn is run; this call was ignored. Repeat it next turn if still needed."
+NO_TOOL = "You did not call a tool. Call one or more of: " + ", ".join(TOOL_NAMES) + "."
+JSON_HINT = ' Answer with JSON only: {"action": TOOL_NAME, "arguments": {...}}, or {"actions": [...]} for several.'
 
 
 def call_llm(llm: Any, request: LLMRequest, *, stage: str, item_id: str) -> LLMResponse:
@@ -80,7 +84,9 @@ class SearchAgent:
         self.lang = lang
         self.stage = stage
         self.run_id = run_id
-        self.profile, self.limits = choose_profile(self.settings, llm)
+        chosen = choose_profile(self.settings, llm)
+        self.profile, self.limits = chosen.name, chosen.limits
+        self.window, self.window_source, self.window_warning = chosen.window, chosen.window_source, chosen.warning
         self.protocol = choose_protocol(self.settings, llm)
 
     def config(self, rollout: int) -> EpisodeConfig:
@@ -89,6 +95,8 @@ class SearchAgent:
         tools = self.protocol == "tools"
         return EpisodeConfig(
             limits=self.limits,
+            context_window=self.window,
+            window_source=self.window_source,
             tools=tool_specs(self.limits) if tools else [],
             tool_choice="auto" if tools else None,
             output_schema=None if tools else action_schema(self.limits),
@@ -122,7 +130,6 @@ class Episode:
         self.limits = agent.limits
         self.state = EpisodeState(question=question, rounds=self.limits.rounds)
         self.texts: dict[str, str] = {}
-        self.round_tokens = 0
         self.final: list[RankedChunk] | None = None
         config = agent.config(rollout)
         self.trace = EpisodeTrace(
@@ -140,8 +147,12 @@ class Episode:
             run_id=agent.run_id,
             started_at=utc_now(),
         )
+        if agent.window_warning:
+            self.trace.warnings.append(agent.window_warning)
         # the tool schemas travel with every request of the tools protocol
-        self.fixed_tokens = self._estimate_text(json.dumps([t.model_dump() for t in config.tools])) if config.tools else 0
+        fixed = json.dumps([t.model_dump() for t in config.tools]) if config.tools else ""
+        self.meter = TokenMeter(self.limits.chars_per_token, len(fixed))
+        self.snippet_chars = snippet_chars(self.limits)
 
     # ------------------------------------------------------------- episode
     def run(self) -> EpisodeTrace:
@@ -177,7 +188,7 @@ class Episode:
         limits = self.limits
         return {
             "no_tool_calls": f"{limits.max_no_tool_turns} turns without a tool call",
-            "locked_searches": f"{limits.max_locked_search_turns} searches after the token lock",
+            "locked_searches": f"{limits.max_locked_search_turns} turns of searches after the token lock",
             "max_turns": f"{limits.max_turns_per_round} turns",
             "budget": "its token budget was used up",
         }.get(ended_by, ended_by)
@@ -202,7 +213,7 @@ class Episode:
         record = RoundTrace(round_no=state.round_no, state=round_state, start_messages=start)
         self.trace.rounds.append(record)
         messages = list(start)
-        tokens = self.fixed_tokens + sum(self._estimate(m) for m in messages)
+        tokens = self.meter.request(messages)
         ended_by = ""
         while not ended_by:
             if state.turns_in_round >= limits.max_turns_per_round:
@@ -220,8 +231,8 @@ class Episode:
         return ended_by
 
     def _turn(self, messages: list[Message], tokens: int) -> tuple[str, list[Message], int]:
-        """One model call and the harness's answer: (round end or '', messages added, tokens)."""
-        state, agent = self.state, self.agent
+        """One model turn and the harness's answers: (round end or '', messages added, tokens)."""
+        state = self.state
         state.turns_in_round += 1
         config = self.trace.config
         request = LLMRequest(
@@ -229,10 +240,11 @@ class Episode:
             output_schema=config.output_schema, schema_name=config.schema_name,
             sampling=config.sampling, seed=config.seed, sample_index=config.sample_index,
         )
-        response = call_llm(agent.llm, request, stage=agent.stage, item_id=self.trace.item_id)
+        response, failures = self._complete(request)
         turn = TurnTrace(
             round_no=state.round_no, turn_no=len(self.trace.turns) + 1, turn_in_round=state.turns_in_round,
             tokens_in=response.tokens_in, tokens_out=response.tokens_out, latency_s=response.latency_s,
+            llm_errors=failures,
         )
         self.trace.turns.append(turn)
         self.trace.tokens_in += response.tokens_in
@@ -244,31 +256,42 @@ class Episode:
             return "llm_error", [], tokens
         assistant, calls, problem = self._read(response)
         turn.assistant = assistant
-        tokens += self._estimate(assistant)
-        self.round_tokens = tokens  # the context as the model just saw it, plus what it wrote
+        # the request as the backend counted it (else as estimated), plus what the model wrote
+        tokens = self.meter.observe(request, response.tokens_in) + self.meter.message(assistant)
         ended_by = ""
         if not calls:
             # no tool call at all (prose, or JSON without an action)
-            turn.action = "none" if problem is None else "invalid"
-            turn.arguments = {"_raw": response.text} if response.text else None
-            turn.rejected = problem is not None
-            turn.rejection = "parse_error" if problem else "no_tool_call"
-            turn.message = f"Error: {problem}" if problem else NO_TOOL + (JSON_HINT if self.agent.protocol == "json" else "")
-            turn.replies = [Message(role="user", content=turn.message)]
+            call = CallTrace(
+                action="none" if problem is None else "invalid",
+                arguments={"_raw": response.text} if response.text else None,
+                rejected=problem is not None,
+                rejection="parse_error" if problem else "no_tool_call",
+                message=f"Error: {problem}" if problem else NO_TOOL + (JSON_HINT if self.agent.protocol == "json" else ""),
+            )
+            turn.calls = [call]
+            turn.replies = [Message(role="user", content=call.message)]
             state.no_tool_turns += 1
             if state.no_tool_turns >= self.limits.max_no_tool_turns:
                 ended_by = "no_tool_calls"
         else:
             state.no_tool_turns = 0
-            call_id, name, raw_args = calls[0]
-            turn.action = name if name in TOOL_NAMES else "invalid"
-            ended_by = self._act(name, raw_args, turn)
-            turn.replies = [self._reply(call_id, name, turn.message)]
-            for extra_id, extra_name, _ in calls[1:]:
-                turn.replies.append(self._reply(extra_id, extra_name, IGNORED))
-        tokens += sum(self._estimate(m) for m in turn.replies)
+            ended_by = self._act_all(calls, turn, tokens)
+        tokens += self.meter.messages(turn.replies)
         turn.round_tokens = tokens
         return ended_by, [assistant, *turn.replies], tokens
+
+    def _complete(self, request: LLMRequest) -> tuple[LLMResponse, list[str]]:
+        """The model call, retried ``llm_retries`` times; the response and every failed try."""
+        agent, limits = self.agent, self.limits
+        failures: list[str] = []
+        for attempt in range(limits.llm_retries + 1):
+            if attempt and limits.llm_retry_wait_s:
+                time.sleep(limits.llm_retry_wait_s)
+            response = call_llm(agent.llm, request, stage=agent.stage, item_id=self.trace.item_id)
+            if not response.error:
+                return response, failures
+            failures.append(response.error)
+        return response, failures
 
     def _read(self, response: LLMResponse) -> tuple[Message, list[tuple[str | None, str, Any]], str | None]:
         """The assistant message as it goes back into the context, the calls, a parse problem."""
@@ -278,12 +301,12 @@ class Episode:
         text = response.text or (json.dumps(response.parsed, ensure_ascii=False) if response.parsed is not None else "")
         assistant = Message(role="assistant", content=text)
         try:
-            name, arguments = parse_action(text, response.parsed)
+            actions = parse_actions(text, response.parsed)
         except NoAction:
             return assistant, [], None
         except ArgumentError as exc:
             return assistant, [], str(exc)
-        return assistant, [(None, name, arguments)], None
+        return assistant, [(None, name, arguments) for name, arguments in actions], None
 
     def _reply(self, call_id: str | None, name: str, text: str) -> Message:
         if call_id is not None:
@@ -291,9 +314,43 @@ class Episode:
         return Message(role="user", content=f"[{name}] {text}")
 
     # ------------------------------------------------------------- actions
-    def _act(self, name: str, raw_args: Any, turn: TurnTrace) -> str:
-        """Run one tool call; fills the turn; returns how the round ends ('' = goes on)."""
-        turn.arguments = raw_args if isinstance(raw_args, dict) else _as_json(raw_args)
+    def _act_all(self, calls: list[tuple[str | None, str, Any]], turn: TurnTrace, tokens: int) -> str:
+        """Run a turn's calls in order; each is answered. Returns how the round ends ('' = goes on)."""
+        state, limits = self.state, self.limits
+        context = state.context_ids()  # what the model saw when it wrote this turn
+        ended_by, ended_with, locked = "", "", False
+        replies: list[Message] = []
+        used = tokens
+        for index, (call_id, name, raw_args) in enumerate(calls):
+            call = CallTrace(call_id=call_id, action=name if name in TOOL_NAMES else "invalid",
+                             arguments=raw_args if isinstance(raw_args, dict) else _as_json(raw_args))
+            turn.calls.append(call)
+            if ended_by:
+                _refuse(call, Rejection.one(
+                    "after_round_end", f"not run: {ended_with} already ended the round in this turn."))
+            elif index >= limits.max_calls_per_turn:
+                _refuse(call, Rejection.one(
+                    "too_many_calls", f"not run: at most {limits.max_calls_per_turn} calls run per turn; "
+                    "make it again next turn if still needed."))
+            else:
+                ended_by = self._act(name, raw_args, call, context, used)
+                ended_with = name
+                locked = locked or call.rejection == "search_locked"
+            reply = self._reply(call_id, name, call.message)
+            used += self.meter.message(reply)  # a later search in this turn sees this one's results
+            replies.append(reply)
+        if self.agent.protocol == "tools":
+            turn.replies = replies  # one tool message per call id
+        else:  # one user message: chat templates want user and assistant to alternate
+            turn.replies = [Message(role="user", content="\n\n".join(r.content or "" for r in replies))]
+        if locked:
+            state.locked_turns += 1
+            if not ended_by and state.locked_turns >= limits.max_locked_search_turns:
+                ended_by = "locked_searches"
+        return ended_by
+
+    def _act(self, name: str, raw_args: Any, call: CallTrace, context: set[str], used: int) -> str:
+        """Run one tool call; fills the call; returns how the round ends ('' = goes on)."""
         try:
             if name not in TOOL_NAMES:
                 raise Rejection.one("unknown_tool", f"there is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}.")
@@ -302,29 +359,22 @@ class Episode:
             except ArgumentError as exc:
                 raise Rejection.one("bad_arguments", str(exc) + ".") from exc
             if name == SEARCH:
-                return self._search(args, turn)
+                return self._search(args, call, used)
             if name == SAVE:
-                return self._save(args, turn)
-            return self._finalize(args, turn)
+                return self._save(args, call, context)
+            return self._finalize(args, call, context)
         except Rejection as rejection:
-            turn.rejected = True
-            turn.rejection = rejection.code
-            turn.message = rejection.text
-            if rejection.codes == ["search_locked"]:
-                self.state.locked_turns += 1
-                if self.state.locked_turns >= self.limits.max_locked_search_turns:
-                    return "locked_searches"
+            _refuse(call, rejection)
             return ""
 
-    def _search(self, args: Any, turn: TurnTrace) -> str:
+    def _search(self, args: Any, call: CallTrace, used: int) -> str:
         state, limits = self.state, self.limits
-        used = self.round_tokens
         locked = used >= limits.search_lock_share * limits.round_token_budget
         query, top_k, warnings = guardrails.check_search(
             args, state, limits, locked=locked, used=used, budget=limits.round_token_budget,
             scope=self.agent.settings.query_dedup,
         )
-        turn.query = query
+        call.query = query
         exclude = state.shown_this_round | set(state.saved)
         hits = self._run_search(query, top_k + len(exclude))
         shown, hidden = [], 0
@@ -346,17 +396,19 @@ class Episode:
         new = [h.chunk_id for h in shown if h.chunk_id not in state.seen]
         for chunk_id in new:
             state.seen[chunk_id] = query
-        state.no_new_streak = 0 if new else state.no_new_streak + 1
+        # new = not yet shown this round and not saved: exactly what the filter lets through
+        state.no_new_streak = 0 if shown else state.no_new_streak + 1
         if state.no_new_streak >= limits.no_new_warning_after:
             warnings.append(
                 f"{state.no_new_streak} searches in a row brought no new passage; change approach: other "
                 "keywords, a different entity from the evidence, or save_and_advance / finalize_ranking."
             )
-        turn.results = [ShownHit(chunk_id=h.chunk_id, score=h.score, rank=h.rank) for h in shown]
-        turn.new_chunk_ids = new
-        turn.warnings = warnings
-        turn.message = format_results(
-            query, [(h.chunk_id, cut(self.texts[h.chunk_id], limits.snippet_chars)) for h in shown], hidden, warnings
+        call.results = [ShownHit(chunk_id=h.chunk_id, score=h.score, rank=h.rank) for h in shown]
+        call.new_chunk_ids = new
+        call.warnings = warnings
+        call.message = format_results(
+            query, [(h.chunk_id, h.score, cut(self.texts[h.chunk_id], self.snippet_chars)) for h in shown], hidden,
+            warnings,
         )
         return ""
 
@@ -381,45 +433,47 @@ class Episode:
                 return hit.snippet
         return hit.snippet
 
-    def _save(self, args: Any, turn: TurnTrace) -> str:
+    def _save(self, args: Any, call: CallTrace, context: set[str]) -> str:
         state = self.state
-        turn.warnings = guardrails.check_save(args, state, self.limits)
+        call.warnings = guardrails.check_save(args, state, context, self.limits)
         for chunk_id in args.drop_from_saved:
             state.saved.pop(chunk_id, None)
+        updated = 0
         for item in args.saved_chunks:
+            before = state.saved.get(item.chunk_id)
+            updated += before is not None
+            # a saved chunk passed again keeps its place and text, with the new reason
             state.saved[item.chunk_id] = SavedChunk(
-                chunk_id=item.chunk_id, reason=item.reason.strip(), text=self.texts.get(item.chunk_id, "")
+                chunk_id=item.chunk_id, reason=item.reason.strip(),
+                text=self.texts.get(item.chunk_id) or (before.text if before else ""),
             )
         state.covered = list(args.covered_concepts)
         state.unresolved = list(args.unresolved_concepts)
         state.summary = args.round_summary.strip()
         state.goal = args.next_round_goal.strip()
-        turn.message = f"Saved {len(args.saved_chunks)} chunk(s); {len(state.saved)} saved in all. Round {state.round_no} ends."
-        if turn.warnings:
-            turn.message += " " + " ".join(f"Warning: {w}" for w in turn.warnings)
-            self.trace.warnings.extend(turn.warnings)
+        call.message = (f"Saved {len(args.saved_chunks)} chunk(s)" + (f" ({updated} reason(s) updated)" if updated else "")
+                        + f"; {len(state.saved)} saved in all. Round {state.round_no} ends.")
+        if call.warnings:
+            call.message += " " + " ".join(f"Warning: {w}" for w in call.warnings)
+            self.trace.warnings.extend(call.warnings)
         return "save"
 
-    def _finalize(self, args: Any, turn: TurnTrace) -> str:
-        ranking, warnings = guardrails.check_finalize(args, self.state, self.limits)
-        turn.warnings = warnings
+    def _finalize(self, args: Any, call: CallTrace, context: set[str]) -> str:
+        ranking, warnings = guardrails.check_finalize(args, self.state, context, self.limits)
+        call.warnings = warnings
         self.trace.warnings.extend(warnings)
         self.state.covered = list(args.covered_concepts)
         self.state.unresolved = list(args.unresolved_concepts)
         n = len(ranking)
         self.final = [RankedChunk(chunk_id=c.chunk_id, reason=c.reason.strip(), score=float(n - i)) for i, c in enumerate(ranking)]
-        turn.message = f"Ranking of {n} chunk(s) accepted." + "".join(f" Warning: {w}" for w in warnings)
+        call.message = f"Ranking of {n} chunk(s) accepted." + "".join(f" Warning: {w}" for w in warnings)
         return "finalize"
 
-    # -------------------------------------------------------------- tokens
-    def _estimate_text(self, text: str) -> int:
-        return int(len(text) / self.limits.chars_per_token + 0.999)
 
-    def _estimate(self, message: Message | None) -> int:
-        if message is None:
-            return 0
-        size = len(message.content or "") + sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
-        return int(size / self.limits.chars_per_token + 0.999) + 4  # a few tokens of role markup
+def _refuse(call: CallTrace, rejection: Rejection) -> None:
+    call.rejected = True
+    call.rejection = rejection.code
+    call.message = rejection.text
 
 
 def _as_json(raw: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ question), which is what lets a trainer replay any round from the stored state.
 from __future__ import annotations
 
 from factory.agent.state import RoundState
-from factory.agent.tools import cut, describe_tools
+from factory.agent.tools import cut, describe_tools, snippet_chars
 from factory.llm.types import Message
 from factory.prompts import AGENT
 from factory.settings import AgentLimits
@@ -35,9 +35,10 @@ def system_prompt(lang: str, limits: AgentLimits, protocol: str) -> str:
 def round_prompt(lang: str, limits: AgentLimits, question: str, state: RoundState) -> str:
     words = AGENT.phrases(lang)
     if state.saved:
+        # in full up to the snippet cap: saved chunks are left out of results, so this is where they are reread
+        cap = snippet_chars(limits)
         saved = "\n".join(
-            f"- {s.chunk_id}: {s.reason}" + (f"\n  \u201c{cut(s.text, limits.saved_snippet_chars)}\u201d"
-                                              if s.text and limits.saved_snippet_chars else "")
+            f"- {s.chunk_id}: {s.reason}" + (f"\n  \u201c{cut(s.text, cap)}\u201d" if s.text else "")
             for s in state.saved
         )
     else:

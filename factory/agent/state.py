@@ -18,7 +18,7 @@ class SavedChunk(BaseModel):
 
     chunk_id: str
     reason: str
-    text: str = Field("", description="the passage (cut to the profile's saved_snippet_chars when shown)")
+    text: str = Field("", description="the passage (shown at a round's start up to the snippet cap)")
 
 
 class RoundState(BaseModel):
@@ -64,11 +64,11 @@ class EpisodeState:
     queries: list[str] = field(default_factory=list)  # every accepted query, in order
     episode_queries: set[str] = field(default_factory=set)
     searches: int = 0
-    no_new_streak: int = 0
     # per round
     round_queries: set[str] = field(default_factory=set)
     shown_this_round: set[str] = field(default_factory=set)
     round_searches: int = 0
+    no_new_streak: int = 0  # searches in a row that showed nothing new this round
     no_tool_turns: int = 0
     locked_turns: int = 0
     turns_in_round: int = 0
@@ -76,6 +76,10 @@ class EpisodeState:
     @property
     def is_last_round(self) -> bool:
         return self.round_no >= self.rounds
+
+    def context_ids(self) -> set[str]:
+        """The chunks in the model's current context: the saved set and this round's results."""
+        return set(self.saved) | self.shown_this_round
 
     def round_state(self) -> RoundState:
         return RoundState(
@@ -95,6 +99,7 @@ class EpisodeState:
         self.round_queries = set()
         self.shown_this_round = set()
         self.round_searches = 0
+        self.no_new_streak = 0
         self.no_tool_turns = 0
         self.locked_turns = 0
         self.turns_in_round = 0

@@ -37,26 +37,83 @@ class ShownHit(_Model):
     rank: int
 
 
-class TurnTrace(_Model):
-    round_no: int
-    turn_no: int
-    turn_in_round: int
-    action: str = "none"
+class CallTrace(_Model):
+    """One tool call of a turn (or the turn's lack of one) and the harness's answer to it."""
+
+    call_id: str | None = Field(None, description="the tool call's id (tools protocol); None for JSON actions")
+    action: str = Field("none", description="a tool name, none (no call in the reply) or invalid (unparsable)")
     arguments: Any = None
     rejected: bool = False
-    rejection: str = ""
-    message: str = ""
+    rejection: str = Field("", description="reason code(s), comma-separated, e.g. save_too_few_searches")
+    message: str = Field("", description="what the harness answered: results or an error it can act on")
     warnings: list[str] = Field(default_factory=list)
     query: str | None = None
     results: list[ShownHit] = Field(default_factory=list)
-    new_chunk_ids: list[str] = Field(default_factory=list)
+    new_chunk_ids: list[str] = Field(default_factory=list, description="results never seen before in the episode")
+
+
+class TurnTrace(_Model):
+    """One model turn: its reply (with any number of tool calls) and what the harness did with each call.
+
+    The summary properties (``action``, ``rejected``, ``query``, ...) read a one-call
+    turn as before; a turn with several calls joins or concatenates them in call order.
+    """
+
+    round_no: int
+    turn_no: int
+    turn_in_round: int
+    calls: list[CallTrace] = Field(default_factory=list)
     assistant: Message | None = None
     replies: list[Message] = Field(default_factory=list)
-    tokens_in: int = 0
+    tokens_in: int = Field(0, description="prompt tokens as the backend reported them (0: it did not)")
     tokens_out: int = 0
-    round_tokens: int = 0
+    round_tokens: int = Field(0, description="the round's context after this turn: reported prompt plus estimates")
     latency_s: float = 0.0
-    llm_error: str | None = None
+    llm_error: str | None = Field(None, description="the model call failed on every try")
+    llm_errors: list[str] = Field(default_factory=list, description="the failed tries of this turn's model call")
+
+    @property
+    def action(self) -> str:
+        return ",".join(c.action for c in self.calls) or "none"
+
+    @property
+    def arguments(self) -> Any:
+        if len(self.calls) == 1:
+            return self.calls[0].arguments
+        return [c.arguments for c in self.calls] or None
+
+    @property
+    def rejected(self) -> bool:
+        return any(c.rejected for c in self.calls)
+
+    @property
+    def rejection(self) -> str:
+        return ",".join(c.rejection for c in self.calls if c.rejection)
+
+    @property
+    def message(self) -> str:
+        return "\n\n".join(c.message for c in self.calls if c.message)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for c in self.calls for w in c.warnings]
+
+    @property
+    def queries(self) -> list[str]:
+        """The searches this turn ran, in call order."""
+        return [c.query for c in self.calls if c.action == "search_corpus" and not c.rejected and c.query]
+
+    @property
+    def query(self) -> str | None:
+        return next((c.query for c in self.calls if c.query), None)
+
+    @property
+    def results(self) -> list[ShownHit]:
+        return [h for c in self.calls for h in c.results]
+
+    @property
+    def new_chunk_ids(self) -> list[str]:
+        return [h for c in self.calls for h in c.new_chunk_ids]
 
 
 class RoundTrace(_Model):
@@ -73,6 +130,8 @@ class EpisodeConfig(_Model):
     """Everything besides the messages that went into each request."""
 
     limits: AgentLimits
+    context_window: int = Field(0, description="the window the limits were fitted to (0: recorded before it was kept)")
+    window_source: str = Field("", description="backend (it reported the window) | settings (it did not)")
     tools: list[ToolSpec] = Field(default_factory=list)
     tool_choice: str | None = None
     output_schema: dict[str, Any] | None = None
@@ -113,11 +172,20 @@ class EpisodeTrace(_Model):
 
     @property
     def queries(self) -> list[str]:
-        return [t.query for t in self.turns if t.action == "search_corpus" and not t.rejected and t.query]
+        return [q for t in self.turns for q in t.queries]
 
     @property
     def rejections(self) -> int:
-        return sum(1 for t in self.turns if t.rejected)
+        """Refused calls (a turn with two refused calls counts two)."""
+        return sum(c.rejected for t in self.turns for c in t.calls)
+
+    @property
+    def outcome(self) -> str:
+        """How the episode ended: finalized (the model's ranking), fallback (the harness
+        ranked saved then seen chunks) or error (the model call failed on every try)."""
+        if self.error:
+            return "error"
+        return "finalized" if self.finalized_by == "model" else "fallback"
 
     def round_turns(self, round_no: int) -> list[TurnTrace]:
         return [t for t in self.turns if t.round_no == round_no]
@@ -239,6 +307,10 @@ def episode_rows(trace: EpisodeTrace) -> dict[str, list[dict[str, Any]]]:
     for t in trace.turns:
         row = t.model_dump(mode="json")
         row["episode_id"] = trace.episode_id
+        # the turn as a whole, for SQL readers; the calls one by one in `calls`
+        row.update(action=t.action, arguments=t.arguments, rejected=t.rejected, rejection=t.rejection,
+                   message=t.message, warnings=t.warnings, query=t.query,
+                   results=[h.model_dump(mode="json") for h in t.results], new_chunk_ids=t.new_chunk_ids)
         turns.append(row)
     return {"agent_episodes": [episode], "agent_rounds": rounds, "agent_turns": turns}
 
@@ -254,15 +326,24 @@ def write_episode(store: Any, trace: EpisodeTrace) -> None:
         writer.append("agent_episodes", rows["agent_episodes"])
 
 
-def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
-    """Rebuild an EpisodeTrace from the store's three agent tables."""
-    found = store.query("SELECT * FROM agent_episodes WHERE episode_id = ?", [episode_id])
-    if not found:
-        raise KeyError(f"no agent episode {episode_id!r} in {getattr(store, 'root', store)}")
-    e = found[0]
-    rounds = store.query("SELECT * FROM agent_rounds WHERE episode_id = ? ORDER BY round_no", [episode_id])
-    turns = store.query("SELECT * FROM agent_turns WHERE episode_id = ? ORDER BY turn_no", [episode_id])
-    turn_fields = set(TurnTrace.model_fields)
+_TURN_JSON = {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies", "calls", "llm_errors"}
+
+
+def _turn(row: dict[str, Any]) -> TurnTrace:
+    t = {k: (json_value(v) if k in _TURN_JSON else v) for k, v in row.items()}
+    calls = t.get("calls")
+    if calls is None:  # written before turns kept their calls: the turn was one call
+        calls = [{k: t[k] for k in ("action", "arguments", "rejected", "rejection", "message", "warnings", "query",
+                                    "results", "new_chunk_ids") if t.get(k) is not None}]
+        if t.get("llm_error") and t.get("assistant") is None:
+            calls = []
+    fields = set(TurnTrace.model_fields) - {"calls", "llm_errors"}
+    return TurnTrace.model_validate({**{k: v for k, v in t.items() if k in fields and v is not None},
+                                     "calls": calls, "llm_errors": t.get("llm_errors") or []})
+
+
+def trace_from_rows(e: dict[str, Any], rounds: list[dict[str, Any]], turns: list[dict[str, Any]]) -> EpisodeTrace:
+    """One episode from its store rows (rounds by round_no, turns by turn_no)."""
     return EpisodeTrace(
         episode_id=e["episode_id"],
         item_id=e["item_id"] or "",
@@ -287,13 +368,7 @@ def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
             )
             for r in rounds
         ],
-        turns=[
-            TurnTrace.model_validate(
-                {k: (json_value(v) if k in {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies"} else v)
-                 for k, v in t.items() if k in turn_fields}
-            )
-            for t in turns
-        ],
+        turns=[_turn(t) for t in turns],
         ranking=[RankedChunk.model_validate(r) for r in json_value(e["ranking"]) or []],
         finalized_by=e["finalized_by"] or "",
         seen=json_value(e["seen_chunk_ids"]) or [],
@@ -309,3 +384,13 @@ def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
         run_id=e["run_id"] or "",
         started_at=e["started_at"],
     )
+
+
+def load_episode(store: Any, episode_id: str) -> EpisodeTrace:
+    """Rebuild an EpisodeTrace from the store's three agent tables."""
+    found = store.query("SELECT * FROM agent_episodes WHERE episode_id = ?", [episode_id])
+    if not found:
+        raise KeyError(f"no agent episode {episode_id!r} in {getattr(store, 'root', store)}")
+    rounds = store.query("SELECT * FROM agent_rounds WHERE episode_id = ? ORDER BY round_no", [episode_id])
+    turns = store.query("SELECT * FROM agent_turns WHERE episode_id = ? ORDER BY turn_no", [episode_id])
+    return trace_from_rows(found[0], rounds, turns)

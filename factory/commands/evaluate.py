@@ -26,6 +26,7 @@ def eval_command(
     out: Optional[Path] = typer.Option(None, "--out", help="where run files and metrics.json go (default: BENCHMARK/eval)"),
     store: Optional[Path] = typer.Option(None, "--store", help="store for agent traces and LLM calls (default: OUT/store)"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="only the first N queries"),
+    per_query: bool = typer.Option(True, "--per-query/--no-per-query", help="list the agent's queries and how each ended"),
     config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
 ) -> None:
     """Score retrievers on a benchmark: final-set Recall@k, trajectory recall, per mechanic; TREC run files."""
@@ -68,6 +69,9 @@ def eval_command(
             )
         reports.append(report)
     _print(reports, k)
+    for report in reports:
+        if report.retriever == "agent":
+            _print_endings(report, k, per_query)
     console.print(f"run files and metrics.json in [bold]{out}[/]")
 
 
@@ -91,6 +95,34 @@ def _print(reports, k: int) -> None:
             n = next(r.per_mechanic[m]["queries"] for r in reports if m in r.per_mechanic)
             by.add_row(m, str(int(n)), *[f"{r.per_mechanic[m]['recall']:.4f}" if m in r.per_mechanic else "-" for r in reports])
         console.print(by)
+
+
+def _print_endings(report, k: int, per_query: bool) -> None:
+    """How the agent's episodes ended (finalized, fallback, error), in total and per query,
+    with Recall@k over all queries and over each kind: the model's own rankings apart."""
+    from factory.evaluate import OUTCOMES
+
+    rows = report.per_query
+    total = Table(title="agent: how its episodes ended")
+    for column in ("ended", "queries", f"R@{k}"):
+        total.add_column(column, justify="left" if column == "ended" else "right")
+    for outcome in OUTCOMES:
+        kind = [r["recall"] for r in rows if r.get("ended") == outcome]
+        total.add_row(outcome, str(report.ended.get(outcome, 0)), f"{sum(kind) / len(kind):.4f}" if kind else "-")
+    total.add_row("all", str(report.queries), f"{report.recall:.4f}")
+    console.print(total)
+    if not per_query:
+        return
+    several = report.rollouts > 1
+    table = Table(title="agent per query")
+    columns = ["query", "mechanic", "ended", *(OUTCOMES if several else ()), f"R@{k}", "trajectory recall", "searches"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("query", "mechanic", "ended") else "right")
+    for row in rows:
+        counts = [str(row.get(o, 0)) for o in OUTCOMES] if several else []
+        table.add_row(row["qid"], row["mechanic"], row.get("ended", "-"), *counts,
+                      f"{row['recall']:.4f}", f"{row['trajectory_recall']:.4f}", str(row["searches"]))
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -40,7 +40,8 @@ def check(
     gateway = Gateway(backend, None, stage_default="llm-check", repair=settings.repair)
     out.print(f"backend   {backend.name}")
     out.print(f"model     {backend.model}")
-    out.print(f"context   {backend.context_tokens} tokens")
+    window = backend.context_tokens
+    out.print(f"context   {window} tokens" if window else "context   unknown (the backend does not say; set context=TOKENS)")
     note = getattr(backend, "note", "")
     if note:
         out.print(f"note      {note}")

@@ -46,7 +46,6 @@ from factory.settings import LLMSettings
 STRUCTURED_MODES = ("json_schema", "json_object", "none")
 THINKING_SWITCH = ("structured", "all", "never")
 FLAVORS = {"": "json_schema", "vllm": "json_schema", "llamacpp": "json_object", "plain": "none"}
-FALLBACK_CONTEXT = 8192
 
 
 class OpenAIBackendError(FactoryError):
@@ -115,22 +114,24 @@ class OpenAIBackend:
 
     @property
     def context_tokens(self) -> int:
-        """The server's window if it says (vLLM's ``max_model_len``), else settings, else 8192."""
+        """The window: settings or the spec's ``context=``, else what the server says
+        (vLLM's ``max_model_len``, a llama.cpp server's runtime ``n_ctx``), else 0: unknown,
+        and the caller decides (the search agent falls back to its settings, with a warning)."""
         if not self._context:
-            self._context = self._probe_context() or FALLBACK_CONTEXT
+            self._context = self._probe_context()
         return self._context
 
     def _probe_context(self) -> int:
-        for client in self._clients:  # the first endpoint that answers (one may be down)
+        for client, url in zip(self._clients, self.urls):  # the first endpoint that answers (one may be down)
             try:
                 for entry in client.with_options(max_retries=0, timeout=5.0).models.list().data:
-                    if entry.id == self.model:
-                        extra = entry.model_extra or {}
-                        value = extra.get("max_model_len") or (extra.get("meta") or {}).get("n_ctx_train")
-                        return int(value) if value else 0
-                return 0
-            except Exception:  # noqa: BLE001 - a probe: try the next endpoint, else the fallback
+                    if entry.id == self.model and (entry.model_extra or {}).get("max_model_len"):
+                        return int(entry.model_extra["max_model_len"])
+            except Exception:  # noqa: BLE001 - a probe: try the next endpoint
                 continue
+            # llama.cpp's /v1/models has only n_ctx_train (what the model was trained on), not the
+            # context the server was started with (-c): that is in /props
+            return _llamacpp_context(url)
         return 0
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
@@ -240,6 +241,23 @@ class OpenAIBackend:
             # not an OpenAI field: vLLM (and llama.cpp's server) pass it to the chat template
             kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": False}}
         return kwargs
+
+
+def _llamacpp_context(url: str) -> int:
+    """A llama.cpp server's runtime context per slot (``/props``, at the server's root), or 0."""
+    import httpx
+
+    root = url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    try:
+        props = httpx.get(f"{root}/props", timeout=5.0).raise_for_status().json()
+    except Exception:  # noqa: BLE001 - not a llama.cpp server, or it is down: the window is unknown
+        return 0
+    if not isinstance(props, dict):
+        return 0
+    settings = props.get("default_generation_settings")
+    value = (settings.get("n_ctx") if isinstance(settings, dict) else None) or props.get("n_ctx")
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
 
 
 def _tool_choice(choice: str) -> Any:

@@ -108,7 +108,8 @@ def _searcher_for(lang: str, store: Any, settings: Settings, out: Path, index: A
 _CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
                    ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(_CALL)),
-                      ("tool_call_id", pa.string()), ("name", pa.string()), ("weight", pa.int8())])
+                      ("tool_call_id", pa.string()), ("name", pa.string()), ("weight", pa.int8()),
+                      ("call_weights", pa.list_(pa.int8()))])  # per call, only on turns with several calls
 SFT_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("messages", pa.list_(_MESSAGE)), ("tools", pa.string()),
     ("episode_id", pa.string()), ("task_id", pa.string()), ("lang", pa.string()), ("round_no", pa.int32()),
@@ -139,7 +140,8 @@ def _parquet_row(sample: dict[str, Any]) -> dict[str, Any]:
     row["state"] = json.dumps(sample["state"], ensure_ascii=False)
     row["messages"] = [
         {"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls") or [],
-         "tool_call_id": m.get("tool_call_id"), "name": m.get("name"), "weight": m.get("weight")}
+         "tool_call_id": m.get("tool_call_id"), "name": m.get("name"), "weight": m.get("weight"),
+         "call_weights": m.get("call_weights")}
         for m in sample["messages"]
     ]
     return row

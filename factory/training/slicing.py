@@ -8,8 +8,11 @@ messages and the harness's replies), ending with the action that closed the roun
 Messages follow the OpenAI chat layout (``role``, ``content``, ``tool_calls`` with
 ``function.name``/``function.arguments``, ``tool_call_id``), and every assistant
 message carries ``weight``: 1 to learn from, 0 for a turn the harness refused (a
-guardrail rejection, an unparsable action, no tool call at all, or extra calls it
-ignored), so a trainer masks the mistake from the loss and keeps the recovery after it.
+guardrail rejection, an unparsable action, no tool call at all), so a trainer masks
+the mistake from the loss and keeps the recovery after it. A turn with several calls
+(parallel tool calls, or a JSON list of actions) also carries ``call_weights``, one per
+call in order: each refused call is masked on its own, and ``weight`` is 1 only when
+no call was refused, for trainers that mask whole messages.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 from typing import Any
 
 from factory.agent.tools import tool_specs
-from factory.agent.trace import EpisodeTrace, TurnTrace
+from factory.agent.trace import CallTrace, EpisodeTrace, TurnTrace
 from factory.llm.types import Message, ToolCall
 from factory.training.tasks import TrainingTask
 from factory.training.trajectories import EpisodeLink
@@ -57,15 +60,23 @@ def tools_payload(trace: EpisodeTrace) -> list[dict[str, Any]]:
             for t in specs]
 
 
-def masked(turn: TurnTrace) -> str:
-    """Why a turn's assistant message is masked from the loss ('' when it is not)."""
-    if turn.rejected:
-        return turn.rejection or "rejected"
-    if turn.action in ("none", "invalid"):
-        return turn.rejection or "no_tool_call"
-    if turn.assistant is not None and len(turn.assistant.tool_calls) > 1:
-        return "extra_calls_ignored"
+def call_masked(call: CallTrace) -> str:
+    """Why one call is masked from the loss ('' when it is not)."""
+    if call.rejected:
+        return call.rejection or "rejected"
+    if call.action in ("none", "invalid"):
+        return call.rejection or "no_tool_call"
     return ""
+
+
+def masked(turn: TurnTrace) -> str:
+    """Why a turn's assistant message is masked from the loss ('' when it is not): any masked call masks it."""
+    return ",".join(why for why in (call_masked(c) for c in turn.calls) if why) if turn.calls else "no_tool_call"
+
+
+def call_weights(turn: TurnTrace) -> list[int]:
+    """One weight per call of the turn, in call order: 0 for a refused call."""
+    return [0 if call_masked(c) else 1 for c in turn.calls]
 
 
 def completeness(saved: list[str], gold: list[str]) -> str:
@@ -92,6 +103,8 @@ def slice_episode(trace: EpisodeTrace, task: TrainingTask, link: EpisodeLink, di
             item = message_dict(turn.assistant)
             why = masked(turn)
             item["weight"] = 0 if why else 1
+            if len(turn.calls) > 1:
+                item["call_weights"] = call_weights(turn)
             if why:
                 rejected += 1
                 reasons.append(why)

@@ -14,11 +14,8 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from factory.agent.state import RoundState, SavedChunk
-from factory.agent.trace import EpisodeConfig, EpisodeTrace, RankedChunk, RoundTrace, TurnTrace
-from factory.llm.types import Message
+from factory.agent.trace import EpisodeTrace, trace_from_rows
 from factory.settings import Settings
-from factory.store import json_value
 from factory.training.tasks import TrainingTask
 
 STAGE = "training"
@@ -128,9 +125,6 @@ def run_teacher(
 
 
 # ------------------------------------------------------------------ loading
-_TURN_JSON = {"arguments", "warnings", "results", "new_chunk_ids", "assistant", "replies"}
-
-
 def load_episodes(store: Any, episode_ids: list[str]) -> dict[str, EpisodeTrace]:
     """Many episodes at once (three queries in all), as ``factory.agent.load_episode`` rebuilds one."""
     if not episode_ids:
@@ -147,32 +141,11 @@ def load_episodes(store: Any, episode_ids: list[str]) -> dict[str, EpisodeTrace]
         turns = rows("SELECT * FROM agent_turns WHERE episode_id IN (SELECT unnest(?)) ORDER BY episode_id, turn_no")
     finally:
         con.close()
-    rounds_of: dict[str, list[RoundTrace]] = {}
+    rounds_of: dict[str, list[dict[str, Any]]] = {}
     for r in rounds:
-        rounds_of.setdefault(r["episode_id"], []).append(RoundTrace(
-            round_no=r["round_no"], state=RoundState.model_validate(json_value(r["state"])),
-            start_messages=[Message.model_validate(m) for m in json_value(r["start_messages"])],
-            ended_by=r["ended_by"] or "", searches=r["searches"] or 0, turns=r["turns"] or 0, tokens=r["tokens"] or 0,
-        ))
-    fields = set(TurnTrace.model_fields)
-    turns_of: dict[str, list[TurnTrace]] = {}
+        rounds_of.setdefault(r["episode_id"], []).append(r)
+    turns_of: dict[str, list[dict[str, Any]]] = {}
     for t in turns:
-        turns_of.setdefault(t["episode_id"], []).append(TurnTrace.model_validate(
-            {k: (json_value(v) if k in _TURN_JSON else v) for k, v in t.items() if k in fields}
-        ))
-    out = {}
-    for e in episodes:
-        eid = e["episode_id"]
-        out[eid] = EpisodeTrace(
-            episode_id=eid, item_id=e["item_id"] or "", stage=e["stage"] or "", rollout=e["rollout"] or 0,
-            question=e["question"], lang=e["lang"], profile=e["profile"], protocol=e["protocol"],
-            llm=e["llm"] or "", model=e["model"] or "", config=EpisodeConfig.model_validate(json_value(e["config"])),
-            rounds=rounds_of.get(eid, []), turns=turns_of.get(eid, []),
-            ranking=[RankedChunk.model_validate(r) for r in json_value(e["ranking"]) or []],
-            finalized_by=e["finalized_by"] or "", seen=json_value(e["seen_chunk_ids"]) or [],
-            saved=[SavedChunk.model_validate(s) for s in json_value(e["saved"]) or []],
-            covered=json_value(e["covered"]) or [], unresolved=json_value(e["unresolved"]) or [], warnings=json_value(e["warnings"]) or [],
-            searches=e["searches"] or 0, tokens_in=e["tokens_in"] or 0, tokens_out=e["tokens_out"] or 0,
-            elapsed_s=e["elapsed_s"] or 0.0, error=e["error"], run_id=e["run_id"] or "", started_at=e["started_at"],
-        )
-    return out
+        turns_of.setdefault(t["episode_id"], []).append(t)
+    return {e["episode_id"]: trace_from_rows(e, rounds_of.get(e["episode_id"], []), turns_of.get(e["episode_id"], []))
+            for e in episodes}

@@ -5,7 +5,8 @@ that round's context (``replay_round_context``) and the stored start messages; t
 messages before each assistant turn must equal the replayed request of that turn
 (``replay_messages``) and, when the gateway logged the call, the messages it actually
 sent; and the weight of each assistant message must be 0 exactly for the turns the
-harness refused.
+harness refused (and, for a turn with several calls, each call's weight 0 exactly for
+the calls it refused).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from factory.agent.trace import replay_messages, replay_request, replay_round_context
 from factory.llm.types import Message
-from factory.training.slicing import masked, sample_contexts, sample_start
+from factory.training.slicing import call_weights, masked, sample_contexts, sample_start
 from factory.training.trajectories import load_episodes
 
 
@@ -66,17 +67,23 @@ def verify_samples(store: Any, samples: list[dict[str, Any]]) -> VerifyReport:
         report.rounds_replayed += 1
         turns = [t for t in trace.round_turns(round_no) if t.assistant is not None]
         contexts = sample_contexts(sample)
-        weights = [m.get("weight") for m in sample["messages"] if m["role"] == "assistant"]
+        assistants = [m for m in sample["messages"] if m["role"] == "assistant"]
+        weights = [m.get("weight") for m in assistants]
         if len(contexts) != len(turns):
             report.problems.append(f"{sid}: {len(contexts)} assistant turns, the trace has {len(turns)}")
             continue
-        for turn, context, weight in zip(turns, contexts, weights):
+        for turn, context, weight, message in zip(turns, contexts, weights, assistants):
             if context != replay_messages(trace, turn.turn_no):
                 report.problems.append(f"{sid}: turn {turn.turn_no}: context differs from the replayed request")
             report.turns_replayed += 1
             should_mask = bool(masked(turn))
             if (weight == 0) != should_mask:
                 report.problems.append(f"{sid}: turn {turn.turn_no}: weight {weight}, refused {should_mask}")
+            expected = call_weights(turn) if len(turn.calls) > 1 else None
+            if message.get("call_weights") != expected:
+                report.problems.append(
+                    f"{sid}: turn {turn.turn_no}: call weights {message.get('call_weights')}, refused calls give {expected}"
+                )
             report.masked_turns += weight == 0
             if sample.get("copy", 0) == 0 and f"{trace.episode_id}:{turn.turn_no}" not in counted:
                 counted.add(f"{trace.episode_id}:{turn.turn_no}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.llm.fake import FakeLLM
-from factory.llm.types import LLMRequest
+from factory.llm.types import LLMRequest, LLMResponse, ToolCall
 from factory.records import Hit
 from factory.settings import AgentLimits, Settings
 
@@ -46,6 +46,21 @@ def load_fixture(lang: str = "en") -> dict[str, str]:
             doc = json.loads(line)
             texts[f"{doc['id']}_0"] = f"{doc['title']}. {doc['text']}"
     return texts
+
+
+def json_turn(*actions: dict[str, Any]) -> LLMResponse:
+    """One JSON-protocol reply holding several actions."""
+    return LLMResponse(text=json.dumps({"actions": list(actions)}))
+
+
+def tools_turn(*actions: dict[str, Any]) -> LLMResponse:
+    """One tools-protocol reply holding several tool calls (ids c0, c1, ...)."""
+    return LLMResponse(tool_calls=[ToolCall(id=f"c{i}", name=a["tool"], arguments=json.dumps(a["arguments"]))
+                                   for i, a in enumerate(actions)])
+
+
+def several(protocol: str, *actions: dict[str, Any]) -> LLMResponse:
+    return json_turn(*actions) if protocol == "json" else tools_turn(*actions)
 
 
 def act(protocol: str, name: str, **arguments: Any) -> dict[str, Any]:
@@ -103,6 +118,20 @@ def settings_with(**agent: Any) -> Settings:
     limits = {k: v for k, v in agent.items() if k in AgentLimits.model_fields}
     top = {k: v for k, v in agent.items() if k not in AgentLimits.model_fields}
     return Settings(agent={"profile": "standard", "standard": limits, **top})
+
+
+class SilentTokens:
+    """An LLM whose backend reports no token counts (the harness must estimate)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name, self.model, self.context_tokens = inner.name, inner.model, inner.context_tokens
+        self.supports_tools = getattr(inner, "supports_tools", False)
+
+    def complete(self, request: LLMRequest) -> Any:
+        response = self.inner.complete(request)
+        response.tokens_in = response.tokens_out = 0
+        return response
 
 
 class RolloutPolicy:

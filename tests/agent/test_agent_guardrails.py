@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agentkit import FIVE_QUERIES, REASON, act, finalize, make_llm, save, search, settings_with
+from agentkit import FIVE_QUERIES, REASON, SilentTokens, act, finalize, make_llm, save, search, settings_with
 from factory.agent import SearchAgent
 from factory.llm.types import LLMResponse, ToolCall
 from factory.settings import Settings
@@ -16,8 +16,12 @@ P = "json"
 
 def run(searcher, script, settings=None, protocol=P, **kw):
     llm = make_llm(protocol, script)
+    return run_with(searcher, llm, settings, **kw), llm
+
+
+def run_with(searcher, llm, settings=None, **kw):
     agent = SearchAgent(searcher, llm, settings or Settings(), **kw)
-    return agent.episode("Which flood destroyed the first Carrow Bridge?", item_id="t"), llm
+    return agent.episode("Which flood destroyed the first Carrow Bridge?", item_id="t")
 
 
 def rejected(trace, code):
@@ -167,7 +171,7 @@ def test_results_from_earlier_rounds_are_shown_again_but_saved_ones_never(search
 
 
 def test_searches_locked_at_three_quarters_of_the_round_budget(searcher, corpus_en):
-    settings = settings_with(round_token_budget=3000, snippet_chars=700, top_k_default=5, max_output_tokens=64, rounds=2)
+    settings = settings_with(round_token_budget=3000, snippet_tokens=175, top_k_default=5, max_output_tokens=64, rounds=2)
     script = [search(P, q) for q in ["Ashkel", "Vellmoor", "flood", "river", "bridge", "college", "island"]]
     trace, _ = run(searcher, script, settings, text_of=corpus_en.__getitem__)
     locked = [t for t in rejected(trace, "search_locked") if t.round_no == 1]
@@ -249,8 +253,9 @@ def test_no_new_chunk_warning_after_five_searches(searcher):
 
 @pytest.mark.parametrize("protocol", ["json", "tools"])
 def test_two_turns_without_a_tool_call_end_the_round(searcher, protocol):
+    # round 2 searches again: a chunk seen in round 1 and not saved is not in its context
     script = ["Let me think.", search(protocol, "Vellmoor"), "Hmm.", "Still thinking.",
-              finalize(protocol, ["en_place_001_0"])]
+              search(protocol, "Vellmoor"), finalize(protocol, ["en_place_001_0"])]
     trace, llm = run(searcher, script, settings_with(rounds=2), protocol=protocol)
     assert trace.turns[0].rejection == "no_tool_call" and "You did not call a tool" in llm.requests[1].messages[-1].content
     # a tool call in between resets the count; two in a row end the round
@@ -326,7 +331,9 @@ def test_bad_tool_arguments_in_tools_protocol(searcher):
     assert trace.turns[1].results
 
 
-def test_one_tool_call_per_turn(searcher):
+def test_parallel_tool_calls_each_run_and_count(searcher):
+    # replaces test_one_tool_call_per_turn, which locked in a deviation: the released harness
+    # runs every call of a turn ("issue multiple search_corpus tool calls in one assistant turn")
     two = LLMResponse(tool_calls=[
         ToolCall(id="a", name="search_corpus", arguments='{"query": "Vellmoor"}'),
         ToolCall(id="b", name="search_corpus", arguments='{"query": "Dunmere"}'),
@@ -334,7 +341,9 @@ def test_one_tool_call_per_turn(searcher):
     trace, llm = run(searcher, [two], protocol="tools")
     replies = llm.requests[1].messages[-2:]
     assert [m.tool_call_id for m in replies] == ["a", "b"]
-    assert "ignored" in replies[1].content and trace.queries == ["Vellmoor"]
+    assert all(m.content.startswith("Results for") for m in replies)
+    assert trace.queries == ["Vellmoor", "Dunmere"] and trace.rounds[0].searches == 2
+    assert trace.turns[0].action == "search_corpus,search_corpus" and not trace.turns[0].rejected
 
 
 def test_top_k_clamped_to_profile_maximum(searcher):
@@ -342,10 +351,13 @@ def test_top_k_clamped_to_profile_maximum(searcher):
     assert len(trace.turns[0].results) == 10 and "between 1 and 10" in trace.turns[0].warnings[0]
 
 
-def test_token_estimate_is_chars_over_four(searcher):
-    trace, llm = run(searcher, [search(P, "Vellmoor")])
+def test_token_estimate_is_chars_over_four_where_the_backend_reports_none(searcher):
+    llm = make_llm("json", [search(P, "Vellmoor")])
+    trace = run_with(searcher, SilentTokens(llm))
     first = llm.requests[0]
-    start = sum(len(m.content) // 4 + 1 + 4 for m in first.messages)
+    start = sum(len(m.content) / 4 + 4 for m in first.messages)
+    turn = trace.turns[0]
+    assert turn.tokens_in == 0
     # within rounding of one token per message
-    assert abs(trace.turns[0].round_tokens - start - sum(len(m.content or "") / 4 + 4
-                                                       for m in [trace.turns[0].assistant, *trace.turns[0].replies])) <= 4
+    added = sum(len(m.content or "") / 4 + 4 for m in [turn.assistant, *turn.replies])
+    assert abs(turn.round_tokens - start - added) <= 4

@@ -54,16 +54,16 @@ def test_two_rounds_save_then_finalize(protocol, searcher):
 
 
 def test_results_show_chunk_ids_and_are_cut_to_snippet_length(searcher, corpus_en):
-    settings = settings_with(snippet_chars=80)
+    settings = settings_with(snippet_tokens=20)
     llm = make_llm("json", [search("json", "Vellmoor", top_k=2)], default="stop")
     agent = SearchAgent(searcher, llm, settings, text_of=corpus_en.__getitem__)
     trace = agent.episode("q?")
     turn = trace.turns[0]
     assert [h.chunk_id for h in turn.results] == [h.chunk_id for h in searcher.search("Vellmoor", 2)]
     for hit in turn.results:
-        assert f"chunk_id: {hit.chunk_id}" in turn.message
-    body = turn.message.split("chunk_id: ")[1].split("\n", 1)[1].split("\n\n")[0]
-    assert len(body) <= 82 and body.endswith("…")
+        assert f"chunk_id: {hit.chunk_id}\nscore: {hit.score:.3f}\n" in turn.message  # {chunk_id, snippet, score}
+    body = turn.message.split("chunk_id: ")[1].split("\n", 2)[2].split("\n\n")[0]
+    assert len(body) <= 82 and body.endswith("…")  # 20 tokens at 4 characters a token
 
 
 def test_small_profile_chosen_from_context_window_and_reported(searcher):
@@ -75,7 +75,7 @@ def test_small_profile_chosen_from_context_window_and_reported(searcher):
     assert agent.limits.round_token_budget <= 8192 - small.max_output_tokens
     trace = agent.episode("q?")
     assert trace.profile == "small"
-    assert trace.config.limits.snippet_chars == small.snippet_chars
+    assert trace.config.limits.snippet_tokens == small.snippet_tokens
 
     big = SearchAgent(searcher, make_llm("json", [], context_tokens=131_072), Settings())
     assert big.profile == "standard" and big.limits.round_token_budget == 32_768
@@ -106,11 +106,14 @@ def test_fallback_ranking_from_saved_then_seen(searcher):
 def test_llm_error_ends_episode_with_fallback(searcher):
     from factory.llm.types import LLMResponse
 
-    llm = make_llm("json", [search("json", "Vellmoor"), LLMResponse(error="backend down")])
-    trace = SearchAgent(searcher, llm, Settings()).episode("q?")
-    assert trace.error == "backend down"
+    # the call is retried llm_retries (3) times; the fourth failure ends the episode
+    down = [LLMResponse(error=f"backend down {i}") for i in range(4)]
+    llm = make_llm("json", [search("json", "Vellmoor"), *down])
+    trace = SearchAgent(searcher, llm, settings_with(llm_retry_wait_s=0)).episode("q?")
+    assert trace.error == "backend down 3" and trace.outcome == "error"
     assert trace.finalized_by == "fallback"
     assert trace.rounds[-1].ended_by == "llm_error" and len(trace.rounds) == 1
+    assert trace.turns[-1].llm_errors == [f"backend down {i}" for i in range(4)]
     assert [r.chunk_id for r in trace.ranking] == trace.seen[:10]
 
 
@@ -138,7 +141,7 @@ def test_exception_from_llm_is_recorded_not_raised(searcher):
         def complete(self, request):
             raise RuntimeError("socket closed")
 
-    trace = SearchAgent(searcher, Broken(), Settings()).episode("q?")
+    trace = SearchAgent(searcher, Broken(), settings_with(llm_retry_wait_s=0)).episode("q?")
     assert trace.error == "RuntimeError: socket closed"
     assert trace.finalized_by == "fallback" and trace.ranking == []
 
@@ -150,7 +153,7 @@ def test_overriding_one_small_field_keeps_the_small_defaults(searcher, monkeypat
     settings = load_settings()
     agent = SearchAgent(searcher, make_llm("json", [], context_tokens=8192), settings)
     assert agent.limits.max_turns_per_round == 3
-    assert agent.limits.snippet_chars == 320 and agent.limits.top_k_max == 5 and agent.limits.round_token_budget == 6144
+    assert agent.limits.snippet_tokens == 80 and agent.limits.top_k_max == 5 and agent.limits.round_token_budget == 6144
 
 
 def test_through_the_gateway_calls_are_logged_by_stage_and_item_and_reruns_are_cached(searcher, store):

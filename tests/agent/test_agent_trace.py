@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentkit import FIVE_QUERIES, finalize, make_llm, save, search, settings_with
+from agentkit import FIVE_QUERIES, finalize, make_llm, save, search, settings_with, several
 from factory.agent import SearchAgent, load_episode, replay_messages, replay_request, replay_round_context
 
 
@@ -84,3 +84,43 @@ def test_store_round_trip(store, searcher):
     assert episode == [{"stage": "eval", "item_id": "q-9", "profile": "standard", "protocol": "tools",
                         "finalized_by": "model", "searches": 6}]
     assert store.scalar("SELECT count(*) FROM agent_rounds WHERE episode_id = ?", [trace.episode_id]) == 2
+
+
+@pytest.mark.parametrize("protocol", ["json", "tools"])
+def test_a_turn_with_several_calls_replays_and_round_trips(store, searcher, protocol):
+    script = [
+        several(protocol, search(protocol, "Vellmoor"), search(protocol, "VELLMOOR"), search(protocol, "Dunmere")),
+        several(protocol, finalize(protocol, ["en_place_001_0"]), search(protocol, "late")),
+    ]
+    llm = make_llm(protocol, script)
+    trace = SearchAgent(searcher, llm, settings_with(rounds=1), store=store).episode("Q?", item_id="multi")
+    first, second = trace.turns
+    assert [(c.action, c.rejection) for c in first.calls] == [
+        ("search_corpus", ""), ("search_corpus", "query_repeated"), ("search_corpus", "")]
+    assert [(c.action, c.rejection) for c in second.calls] == [("finalize_ranking", ""), ("search_corpus", "after_round_end")]
+    assert trace.rejections == 2 and trace.queries == ["Vellmoor", "Dunmere"]
+    assert len(first.replies) == (3 if protocol == "tools" else 1)
+    loaded = load_episode(store, trace.episode_id)
+    assert loaded == trace
+    for turn in trace.turns:
+        assert replay_request(loaded, turn.turn_no) == llm.requests[turn.turn_no - 1]
+    rows = store.query("SELECT action, rejected, rejection, query, calls FROM agent_turns WHERE episode_id = ? "
+                       "ORDER BY turn_no", [trace.episode_id])
+    assert rows[0]["action"] == "search_corpus,search_corpus,search_corpus" and rows[0]["rejected"]
+    assert rows[0]["rejection"] == "query_repeated" and rows[0]["query"] == "Vellmoor"
+    assert store.scalar("SELECT json_array_length(calls) FROM agent_turns WHERE episode_id = ? AND turn_no = 2",
+                        [trace.episode_id]) == 2
+
+
+def test_turns_stored_before_calls_were_kept_read_back_as_one_call(store, searcher):
+    from factory.agent.trace import episode_rows
+
+    llm = make_llm("json", messy_script("json"))
+    trace = SearchAgent(searcher, llm, settings_with(rounds=3)).episode("Q?")
+    rows = episode_rows(trace)
+    for row in rows["agent_turns"]:  # as migration 005 wrote them
+        del row["calls"], row["llm_errors"]
+    store.append("agent_turns", rows["agent_turns"])
+    store.append("agent_rounds", rows["agent_rounds"])
+    store.append("agent_episodes", rows["agent_episodes"])
+    assert load_episode(store, trace.episode_id) == trace

@@ -141,3 +141,56 @@ def test_verify_samples_passes_and_catches_tampering(world):
     problems = verify_samples(world["store"], bad).problems
     assert any("opening messages differ" in p for p in problems)
     assert any("weight 1, refused True" in p for p in problems)
+
+
+@pytest.mark.parametrize("protocol", ["json", "tools"])
+def test_a_turn_with_several_calls_masks_each_refused_call_on_its_own(tmp_path, protocol):
+    import json as jsonlib
+
+    from factory.agent import SearchAgent
+    from factory.llm.fake import FakeLLM
+    from factory.llm.types import LLMResponse, ToolCall
+    from factory.training.trajectories import link_for
+    from factory.training.verify import verify_samples
+
+    def turn(*actions):
+        if protocol == "json":
+            return LLMResponse(text=jsonlib.dumps([{"action": n, "arguments": a} for n, a in actions]))
+        return LLMResponse(tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=jsonlib.dumps(a))
+                                       for i, (n, a) in enumerate(actions)])
+
+    store = Store(tmp_path / "store")
+    put_chunks(store)
+    build_index(store, tmp_path / "index", "en", SETTINGS, dense=None, progress=False)
+    searcher, text_of, _ = resolve_searcher(open_index(tmp_path / "index", store=store), "bm25")
+    reason = "it names the bridge that the flood destroyed"
+    script = [
+        turn(("search_corpus", {"query": "Carrow Bridge"}), ("search_corpus", {"query": "carrow  bridge"}),
+             ("search_corpus", {"query": "flood 1891"})),
+        turn(("finalize_ranking", {"ranking": [{"chunk_id": "en_bridge_carrow_0", "reason": reason}],
+                                   "covered_concepts": ["bridge"]}),
+             ("search_corpus", {"query": "too late"})),
+    ]
+    llm = FakeLLM(script=script, context_tokens=131_072)
+    llm.supports_tools = protocol == "tools"
+    agent = SearchAgent(searcher, llm, SETTINGS, text_of=text_of, store=store, lang="en", stage="training")
+    trace = agent.episode("Which flood destroyed the Carrow Bridge?", item_id="t02")
+    assert trace.outcome == "finalized" and trace.rejections == 2
+    task = next(t for t in load_tasks_from(EN_TASKS) if t.task_id == "t02")
+    [sample] = slice_episode(trace, task, link_for(trace, task, "fake:scripted", 0.5), "easy")
+    assistant = [m for m in sample["messages"] if m["role"] == "assistant"]
+    assert [m["weight"] for m in assistant] == [0, 0]  # each turn holds a refused call
+    assert [m["call_weights"] for m in assistant] == [[1, 0, 1], [1, 0]]
+    assert sample["mask_reasons"] == ["query_repeated", "after_round_end"]
+    report = verify_samples(store, [sample])
+    assert report.ok, report.problems
+    tampered = jsonlib.loads(jsonlib.dumps(sample))
+    next(m for m in tampered["messages"] if m["role"] == "assistant")["call_weights"] = [1, 1, 1]
+    assert any("call weights [1, 1, 1]" in p for p in verify_samples(store, [tampered]).problems)
+
+
+def load_tasks_from(rows):
+    from factory.training.tasks import TrainingTask
+
+    return [TrainingTask(**{k: r[k] for k in ("task_id", "lang", "question", "support_chunk_ids", "mechanic", "cell")})
+            for r in rows]
