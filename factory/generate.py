@@ -337,9 +337,11 @@ def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None, *, cell: Ce
     cand.record_draft(draft, "compose", None)
     vctx = ctx.validation.for_item(cand.id, cand.subgraph)
     vctx.llm = cand.llm
+    history: list[tuple[Draft, list[Verdict]]] = []  # every draft judged so far, for the reviser
     while True:
         result = run_gauntlet(draft, vctx, ctx.validators,
                               on_verdict=lambda step, v, d=draft: cand.record_verdict(d, step, v))
+        history.append((draft, result.verdicts))
         if result.passed:
             passed = _passed(cand, draft, result)
             return passed if defer else settle_passed(ctx, passed)
@@ -361,17 +363,17 @@ def _run_candidate(cand: _Candidate, earlier: dict[str, Any] | None, *, cell: Ce
         if reason in UNREVISABLE or pruned_away or cand.revisions >= s.generate.max_revisions:
             return cand.finish("rejected", "gauntlet", validator=failure.validator, reason=failure.reason,
                                feedback=failure.feedback)
-        revised = _revise(draft, result, sheet, spec, cand)
+        revised = _revise(history, sheet, spec, cand)
         cand.revisions += 1
         cand.record_draft(revised, "revise", draft)
         draft = revised
 
 
-def _revise(draft: Draft, result: GauntletResult, sheet: Any, spec: Any, cand: _Candidate) -> Draft:
+def _revise(history: list[tuple[Draft, list[Verdict]]], sheet: Any, spec: Any, cand: _Candidate) -> Draft:
     from factory.compose.composer import revise
 
     s = cand.ctx.settings
-    return revise(draft, result.verdicts, sheet, spec, cand.llm, cand.ctx.lang,
+    return revise(history, sheet, spec, cand.llm, cand.ctx.lang,
                   temperature=s.compose.compose_temperature, max_tokens=s.compose.max_tokens)
 
 

@@ -148,12 +148,12 @@ class ComposeSettings(Section):
     taxonomy_dir: Path | None = Field(None, description="taxonomy folder; default: the repository's taxonomy/")
     bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
-    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)
     compose_temperature: float = Field(0.7, ge=0)
-    max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
+    max_tokens: int = Field(0, ge=0, description="caps the completion budget of fact-sheet and composer calls; 0 = sized from the request (passages, facts, schema caps)")
 
 
 class AgentLimits(Section):
@@ -230,12 +230,12 @@ class ComposeSettings(Section):
     taxonomy_dir: Path | None = Field(None, description="taxonomy folder; default: the repository's taxonomy/")
     bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
-    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)
     compose_temperature: float = Field(0.7, ge=0)
-    max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
+    max_tokens: int = Field(0, ge=0, description="caps the completion budget of fact-sheet and composer calls; 0 = sized from the request (passages, facts, schema caps)")
 
 
 class AuditSettings(Section):

@@ -101,7 +101,7 @@ class World:
         pattern = re.escape(say["answer"]).replace(re.escape("{name}"), "(.+)")
         found = re.search(pattern, prompt)
         answer = found.group(1).strip() if found else "Nobody"
-        revising = "<feedback>" in prompt
+        revising = "<history>" in prompt
         mode = self.plan.revise if revising else self.plan.compose
         facts = re.findall(r"^\[(P\d+)\] ", prompt, re.MULTILINE)
         seed = prompt if mode != "same" else "same"
@@ -114,8 +114,12 @@ class World:
         needs = passages[1:] if self.plan.reader_skips_first and len(passages) > 1 else passages
         with self._lock:
             self.answers.setdefault(question, []).append((answer, frozenset(needs)))
-        return {"question": question, "answer": answer, "answer_aliases": [], "answer_passage": None,
-                "reasoning_steps": [f"step {i}" for i, _ in enumerate(facts)]}
+        texts = dict(re.findall(r'<passage id="(P\d+)">\n(.*?)\n</passage>', prompt, re.DOTALL))
+        labels = sorted(texts, key=lambda p: int(p[1:])) or ["P1"]
+        steps = [{"passage": p, "quote": texts.get(p, "x").split(".")[0][:200] or "x", "finding": f"step {i}"}
+                 for i, p in enumerate(labels)]
+        return {"steps": steps, "answer": answer, "answer_aliases": [], "answer_passage": labels[-1],
+                "question": question}
 
     def _passages(self, prompt: str, labels: list[str]) -> list[str]:
         # the composer sees labels, the reader sees chunk ids: the facts carry the chunk text, and the

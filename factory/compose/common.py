@@ -21,7 +21,7 @@ from factory.errors import FactoryError
 from factory.records import Subgraph
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
-_TAG = re.compile(r"</?\s*(passage|feedback|draft)\b", re.IGNORECASE)
+_TAG = re.compile(r"</?\s*(passage|feedback|draft|history)\b", re.IGNORECASE)
 
 
 class ComposeError(FactoryError):

@@ -51,7 +51,7 @@ def compose_candidate(
     avoid: set[frozenset[str]] | None = None,
     facts_temperature: float = 0.2,
     compose_temperature: float = 0.7,
-    max_tokens: int = 900,
+    max_tokens: int = 0,
     run_tag: str = "compose",
 ) -> Composed:
     out = Composed(index=candidate_index, cell=cell)

@@ -242,8 +242,8 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
             "empty_question": {"question": "  "},
             "empty_answer": {"answer": ""},
             # what the embedded model wrote: an instruction instead of a question, the prompt's example alias
-            "prompt_echo": {"answer_aliases": [{"en": "other ways to write the answer",
-                                                "ru": "другие написания ответа"}[lang]]},
+            "prompt_echo": {"answer_aliases": [{"en": "what this step establishes",
+                                                "ru": "что устанавливает этот шаг"}[lang]]},
             "vague_question": {"question": {"en": "Combine the clues.", "ru": "Соедините подсказки."}[lang]},
             "ungrounded": {"question": {"en": "Which quiet thing did the old friendly neighbour eventually prefer?",
                                         "ru": "Что в итоге предпочёл тихий старый дружелюбный сосед?"}[lang]},

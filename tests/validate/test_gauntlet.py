@@ -140,7 +140,7 @@ def test_schema_single_hop_mechanics_may_have_one_chunk():
     [
         ({"question": "Combine the clues."}, "question_too_short"),
         ({"question": "Which quiet thing did the old friendly neighbour eventually prefer?"}, "question_ungrounded"),
-        ({"answer_aliases": ["other ways to write the answer"]}, "prompt_echo"),
+        ({"answer_aliases": ["what this step establishes"]}, "prompt_echo"),
         ({"question": "..."}, "prompt_echo"),
         ({"answer_aliases": ["the flood that moved the furnaces of the ironworks to higher ground"]}, "alias_too_long"),
     ],

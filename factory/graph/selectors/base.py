@@ -50,7 +50,7 @@ class SelectorParams(BaseModel):
     candidates: int = Field(3, ge=2, le=5, description="candidates to compare")
     bridge_min_df: int = Field(2, ge=2, description="a bridge must occur in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
-    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
     max_chunks: int = Field(5, ge=2, description="support chunks at most")
     max_tries: int = Field(400, ge=1)
     best_of: int = Field(6, ge=1, description="valid subgraphs drawn per selection; the best scored is kept")
@@ -393,5 +393,8 @@ def make_subgraph(
         bridge_entities=[ix.ent_keys[e] for e in bridges],
         constraint_entities=[ix.ent_keys[e] for e in constraints],
         roles={ix.chunk_ids[c]: role for c, role in zip(chunks, roles)},
+        # reached by searching for what the question may name: finding them is no shortcut
+        seed_chunk_ids=[ix.chunk_ids[c] for c in chunks
+                        if ix.about(c) in constraints or any(x in ix.chunk_ents[c] for x in constraints)],
         figures=figures,
     )

@@ -53,10 +53,12 @@ def has_value(ix: SelectionIndex, kind: str) -> Need:
 
 
 def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorParams) -> list[int]:
+    """Answers of the cell's type that are neither hubs nor "other" entities (nationalities,
+    languages, products: guessable or not a thing one can verify), values only with digits."""
     def build() -> list[int]:
         return [e for e, lab in enumerate(ix.ent_label)
                 if lab in labels and ix.ent_df[e] <= params.answer_max_df
-                and (lab in NAMED_LABELS or lab == "other" or ix.good_value(e))]
+                and (lab in NAMED_LABELS or ix.good_value(e))]
 
     return ix.pool(("answer", labels, params.answer_max_df), build)
 
