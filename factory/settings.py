@@ -149,6 +149,10 @@ class ComposeSettings(Section):
     bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
     answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
+    bridge_max_share: float = Field(0.02, gt=0, le=1, description="bridges in more than this share of the documents "
+                                    "are hubs too (never below 10 documents)")
+    article_answers: bool = Field(False, description="in a corpus of articles, may an entity with an article of its "
+                                  "own be an answer (a model has read about it)?")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)
@@ -231,6 +235,10 @@ class ComposeSettings(Section):
     bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
     answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
+    bridge_max_share: float = Field(0.02, gt=0, le=1, description="bridges in more than this share of the documents "
+                                    "are hubs too (never below 10 documents)")
+    article_answers: bool = Field(False, description="in a corpus of articles, may an entity with an article of its "
+                                  "own be an answer (a model has read about it)?")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)

@@ -188,8 +188,13 @@ def test_rejects_are_readable_from_another_process_while_running(world_store):
 
 
 def test_many_candidates_in_flight(world_store):
-    store, _, _ = world_store
-    summary, _ = _run(world_store, Plan(compose="same", revise="same"), n=3, max_attempts=6, concurrency=3)
+    store, index, taxonomy = world_store
+    # no revisions: the fake's reader tells identical questions apart only by their passages, and two
+    # candidates may draw the same passages for different cells; a revision would change the question
+    settings = world_settings().model_copy(deep=True)
+    settings.generate.max_revisions = 0
+    summary = run_generation(store, index, World(Plan(compose="same", revise="same")).llm(), settings, n=3,
+                             lang="en", run_id="r1", seed=7, taxonomy=taxonomy, max_attempts=6, concurrency=3)
     # one question for every candidate: exactly one may be accepted, however many run at once
     assert summary.accepted == 1 and summary.candidates == 6
     assert store.scalar("SELECT count(*) FROM tasks") == 1

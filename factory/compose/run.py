@@ -34,7 +34,8 @@ def selector_params(settings: Any) -> SelectorParams:
     """Selector defaults from ``settings.compose`` (the taxonomy's mechanic params override them)."""
     c = settings.compose
     return SelectorParams(bridge_min_df=c.bridge_min_df, bridge_max_df=c.bridge_max_df,
-                          answer_max_df=c.answer_max_df, max_chunks=c.max_chunks, max_tries=c.select_tries)
+                          bridge_max_share=c.bridge_max_share, answer_max_df=c.answer_max_df,
+                          article_answers=c.article_answers, max_chunks=c.max_chunks, max_tries=c.select_tries)
 
 
 def compose_candidate(
