@@ -51,6 +51,22 @@ class Contract:
 Names = Callable[[Sequence[str]], list[str]]  # entity keys -> names and aliases (ValidationContext.resolve_names)
 
 
+def figure_names(subgraph: Subgraph) -> Names:
+    """Entity keys -> the names and aliases the selector recorded for them (the key itself
+    when it recorded none)."""
+    described = subgraph.figures.get("entities") or {}
+
+    def names(keys: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for key in keys:
+            info = described.get(key) if isinstance(described, dict) else None
+            out.extend([info["name"], *(info.get("aliases") or [])] if isinstance(info, dict) and info.get("name")
+                       else [key])
+        return out
+
+    return names
+
+
 def seed_chunks(subgraph: Subgraph) -> set[str]:
     """The subgraph's seed passages (by role for subgraphs stored before the contract)."""
     if subgraph.seed_chunk_ids is not None:

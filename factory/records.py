@@ -133,6 +133,9 @@ class ReasoningStep(Record):
     finding: str = ""
 
 
+TRUNCATED = "truncated"  # Draft.parse_error prefix: the model's answer was cut off at its token budget
+
+
 class Draft(Record):
     """What the composer (or reviser) wrote: not yet a task."""
 

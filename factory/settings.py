@@ -70,7 +70,8 @@ class ValidateSettings(Section):
     """The validator gauntlet. Never relaxed for a weak model or a demo profile."""
 
     order: list[str] = Field(
-        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        default_factory=lambda: ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                                 "agent_run"],
         description="validators run in this order (cheapest first); the first failure stops the gauntlet",
     )
     answer_max_tokens: int = Field(8, ge=1, description="a longer reference answer is rejected as not short")
@@ -80,10 +81,14 @@ class ValidateSettings(Section):
     single_hop_mechanics: list[str] = Field(default_factory=list, description="mechanics allowed one support chunk")
     leak_similarity: float = Field(0.88, gt=0, le=1, description="near-match ratio for leaked names (typos, transliteration)")
     shortcut_k: int = Field(10, ge=1)
-    shortcut_support_share: float = Field(0.5, gt=0, le=1, description="fail when this share of support is in the top k")
+    shortcut_hidden_share: float = Field(0.5, ge=0, lt=1, description="fail when MORE than this share of the hidden "
+                                         "passages (reached only through hidden entities) is in the top k")
     shortcut_searchers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
+    shortcut_keywords: int = Field(4, ge=0, description="the question's rarest words searched as a second query "
+                                   "(0 or 1: the whole question only)")
     closed_book_samples: int = Field(3, ge=1)
-    closed_book_max_hits: int = Field(0, ge=0, description="samples allowed to reach the answer without evidence")
+    closed_book_max_hits: int = Field(1, ge=0, description="sampled answers allowed to reach the answer without "
+                                      "evidence (a lucky guess); the greedy one reaching it always fails the draft")
     closed_book_temperature: float = Field(0.7, ge=0)
     solvability_samples: int = Field(3, ge=1)
     solvability_min_share: float = Field(0.5, ge=0, lt=1, description="solved in more than this share of samples")
@@ -224,8 +229,9 @@ class AgentSettings(Section):
     greedy_first_rollout: bool = Field(True, description="rollout 0 samples at temperature 0")
     difficulty_rollouts: int = Field(2, ge=1, description="rollouts of the difficulty checker")
     easy_min_recall: float = Field(1.0, gt=0, le=1, description="first-round recall that counts as solved")
-    easy_max_searches: int = Field(5, ge=0, description="a rollout solving round 1 with at most this many searches is easy")
-    easy_share: float = Field(0.5, gt=0, le=1, description="too easy when at least this share of rollouts is easy")
+    easy_max_searches: int | None = Field(None, ge=0, description="a rollout solving round 1 with at most this many "
+                                          "searches is easy; None: fewer searches than support passages")
+    easy_share: float = Field(1.0, gt=0, le=1, description="too easy when at least this share of rollouts is easy")
 
 
 class ComposeSettings(Section):
@@ -250,7 +256,8 @@ class AuditSettings(Section):
     """`factory audit`: the gauntlet on a benchmark the factory did not write."""
 
     validators: list[str] = Field(
-        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        default_factory=lambda: ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                                 "agent_run"],
         description="validators to run (each one that cannot run on a question says why)",
     )
     answer_chunks: Literal["auto", "all", "none"] = Field(

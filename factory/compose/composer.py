@@ -23,7 +23,7 @@ from factory.compose.facts import passages_block
 from factory.compose.llm_call import call_llm
 from factory.contract import seed_chunks
 from factory.llm.types import LLMRequest, LLMResponse, Sampling
-from factory.records import Draft, FactSheet, ReasoningStep, Subgraph, Verdict
+from factory.records import TRUNCATED, Draft, FactSheet, ReasoningStep, Subgraph, Verdict
 from factory.taxonomy import CellSpec
 
 FEEDBACK_CHARS = 2000  # a shortcut report lists passages and words; cutting it mid-list loses the advice
@@ -102,9 +102,6 @@ def roles_block(subgraph: Subgraph, lang: str) -> str:
     else:
         lines.append(say["answer_open"])
     return "\n".join(defuse(line) for line in lines)
-
-
-TRUNCATED = "truncated"  # parse_error prefix of a draft whose answer was cut off at its budget
 
 
 def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: str, attempt: int,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from factory.compose.common import template_placeholders
-from factory.records import Draft, Verdict
+from factory.records import TRUNCATED, Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
 from factory.validate.text import content, tokenize
@@ -34,6 +34,9 @@ class SchemaValidator:
             values = figures.pop("say", {})
             return verdict(self.name, False, reason, say(lang, reason, **values), **figures)
 
+        if draft.parse_error and draft.parse_error.startswith(TRUNCATED):
+            # a budget too small (or spent thinking): a recorded figure, not a wrong answer
+            return fail("truncated", say={"error": draft.parse_error}, parse_error=draft.parse_error)
         if draft.parse_error:
             return fail("parse_error", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
         if not draft.question.strip():
@@ -84,7 +87,8 @@ class SchemaValidator:
 def _echoed(draft: Draft, lang: str) -> list[str]:
     """Fields whose value is one of the prompt's example values (copied, not written)."""
     examples = template_placeholders(lang) | template_placeholders("en")
-    fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases)}
+    fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases),
+              "steps": [v for step in draft.steps for v in (step.quote, step.finding)]}
     return [name for name, values in fields.items() if any(v.strip().casefold() in examples for v in values)]
 
 
