@@ -106,6 +106,9 @@ class Subgraph(Record):
     bridge_entities: list[str] = Field(default_factory=list, description="entity keys the question must not name")
     constraint_entities: list[str] = Field(default_factory=list)
     roles: dict[str, str] = Field(default_factory=dict, description="chunk_id -> role (start, hop, answer, constraint, ...)")
+    seed_chunk_ids: list[str] | None = Field(
+        None, description="support chunks that mention an entity the question may name (factory/contract.py); "
+                          "None in subgraphs stored before the contract, which then go by role")
     figures: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -118,6 +121,16 @@ class Fact(Record):
 class FactSheet(Record):
     subgraph: Subgraph
     facts: list[Fact]
+    passages: dict[str, str] = Field(default_factory=dict, description="chunk_id -> text, as the composer quotes it")
+
+
+class ReasoningStep(Record):
+    """One step of the solver's path as the composer planned it: the passage searched, a
+    span quoted from it exactly, and what the step establishes (checked by ``answerable``)."""
+
+    chunk_id: str
+    quote: str
+    finding: str = ""
 
 
 class Draft(Record):
@@ -134,7 +147,7 @@ class Draft(Record):
     support_chunk_ids: list[str] = Field(default_factory=list)
     answer_chunk_id: str | None = None
     bridge_entities: list[str] = Field(default_factory=list)
-    reasoning_steps: list[str] = Field(default_factory=list)
+    steps: list[ReasoningStep] = Field(default_factory=list, description="the planned path, passage by passage")
     raw: str = Field("", description="the model's raw output, kept when parsing failed")
     parse_error: str | None = None
 

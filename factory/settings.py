@@ -73,7 +73,8 @@ class ValidateSettings(Section):
     """The validator gauntlet. Never relaxed for a weak model or a demo profile."""
 
     order: list[str] = Field(
-        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        default_factory=lambda: ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                                 "agent_run"],
         description="validators run in this order (cheapest first); the first failure stops the gauntlet",
     )
     answer_max_tokens: int = Field(8, ge=1, description="a longer reference answer is rejected as not short")
@@ -83,10 +84,14 @@ class ValidateSettings(Section):
     single_hop_mechanics: list[str] = Field(default_factory=list, description="mechanics allowed one support chunk")
     leak_similarity: float = Field(0.88, gt=0, le=1, description="near-match ratio for leaked names (typos, transliteration)")
     shortcut_k: int = Field(10, ge=1)
-    shortcut_support_share: float = Field(0.5, gt=0, le=1, description="fail when this share of support is in the top k")
+    shortcut_hidden_share: float = Field(0.5, ge=0, lt=1, description="fail when MORE than this share of the hidden "
+                                         "passages (reached only through hidden entities) is in the top k")
     shortcut_searchers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
+    shortcut_keywords: int = Field(4, ge=0, description="the question's rarest words searched as a second query "
+                                   "(0 or 1: the whole question only)")
     closed_book_samples: int = Field(3, ge=1)
-    closed_book_max_hits: int = Field(0, ge=0, description="samples allowed to reach the answer without evidence")
+    closed_book_max_hits: int = Field(1, ge=0, description="sampled answers allowed to reach the answer without "
+                                      "evidence (a lucky guess); the greedy one reaching it always fails the draft")
     closed_book_temperature: float = Field(0.7, ge=0)
     solvability_samples: int = Field(3, ge=1)
     solvability_min_share: float = Field(0.5, ge=0, lt=1, description="solved in more than this share of samples")
@@ -101,6 +106,8 @@ class ValidateSettings(Section):
 class GenerateSettings(Section):
     max_revisions: int = Field(2, ge=0, description="reviser rounds per candidate after a failed gauntlet")
     max_prunes: int = Field(4, ge=0, description="decorative-chunk prunings per candidate")
+    max_reselections: int = Field(1, ge=0, description="new subgraphs for the same cell when only one can fix a "
+                                  "failure (an answer known without evidence: a rewrite cannot make it unknown)")
     attempts_per_task: int = Field(10, ge=1, description="default candidate budget: n x this")
     dedup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
     dedup_perm: int = Field(128, ge=16)
@@ -151,12 +158,16 @@ class ComposeSettings(Section):
     taxonomy_dir: Path | None = Field(None, description="taxonomy folder; default: the repository's taxonomy/")
     bridge_min_df: int = Field(2, ge=2, description="a bridge entity occurs in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
-    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
+    bridge_max_share: float = Field(0.02, gt=0, le=1, description="bridges in more than this share of the documents "
+                                    "are hubs too (never below 10 documents)")
+    article_answers: bool = Field(False, description="in a corpus of articles, may an entity with an article of its "
+                                  "own be an answer (a model has read about it)?")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)
     compose_temperature: float = Field(0.7, ge=0)
-    max_tokens: int = Field(900, ge=64, description="completion budget of fact-sheet and composer calls")
+    max_tokens: int = Field(0, ge=0, description="caps the completion budget of fact-sheet and composer calls; 0 = sized from the request (passages, facts, schema caps)")
 
 
 class AgentLimits(Section):
@@ -248,15 +259,17 @@ class AgentSettings(Section):
     greedy_first_rollout: bool = Field(True, description="rollout 0 samples at temperature 0")
     difficulty_rollouts: int = Field(2, ge=1, description="rollouts of the difficulty checker")
     easy_min_recall: float = Field(1.0, gt=0, le=1, description="first-round recall that counts as solved")
-    easy_max_searches: int = Field(5, ge=0, description="a rollout solving round 1 with at most this many searches is easy")
-    easy_share: float = Field(0.5, gt=0, le=1, description="too easy when at least this share of rollouts is easy")
+    easy_max_searches: int | None = Field(None, ge=0, description="a rollout solving round 1 with at most this many "
+                                          "searches is easy; None: fewer searches than support passages")
+    easy_share: float = Field(1.0, gt=0, le=1, description="too easy when at least this share of rollouts is easy")
 
 
 class AuditSettings(Section):
     """`factory audit`: the gauntlet on a benchmark the factory did not write."""
 
     validators: list[str] = Field(
-        default_factory=lambda: ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"],
+        default_factory=lambda: ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                                 "agent_run"],
         description="validators to run (each one that cannot run on a question says why)",
     )
     answer_chunks: Literal["auto", "all", "none"] = Field(

@@ -371,7 +371,10 @@ class CellSampler:
         for key, share in live.items():
             target = share / total_share
             rate = (self.accepted[key] + self.PRIOR * overall) / (self.drawn[key] + self.PRIOR)
-            rate_boost = min(overall / max(rate, 1e-9), self.MAX_RATE_BOOST)
+            # trusted as far as acceptances back it: with none yet every cell reads 0/d, and a
+            # full boost would keep redrawing whichever cells happened to be drawn first
+            confidence = n_acc / (n_acc + self.PRIOR)
+            rate_boost = min(overall / max(rate, 1e-9), self.MAX_RATE_BOOST) ** confidence
             expected = target * (n_acc + 1)
             lag = (expected - self.accepted[key]) / expected  # 1 = nothing yet, < 0 = ahead
             lag_boost = math.exp(self.LAG_GAIN * max(-1.0, min(1.0, lag)))

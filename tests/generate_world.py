@@ -34,6 +34,7 @@ class Plan:
     compose: str = "clean"  # clean | leak | same
     revise: str = "clean"   # clean | leak
     reader_skips_first: bool = False  # the reader never needs the first support chunk (decorative)
+    knows_first_answer: bool = False  # the closed-book guesser knows the answer of the first draft it saw composed
     crash_after_calls: int | None = None  # raise Crash on this call (a killed process)
 
 
@@ -64,6 +65,7 @@ class World:
     # question -> [(answer, the fact sentences it needs)]; several candidates may share a question
     answers: dict[str, list[tuple[str, frozenset[str]]]] = field(default_factory=dict)
     calls: int = 0
+    first_answer: str | None = None  # the answer of the first draft composed (knows_first_answer)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def llm(self) -> FakeLLM:
@@ -81,6 +83,12 @@ class World:
         if name.startswith("DraftOut"):
             return self.draft(prompt, request)
         if name == "ClosedBookAnswer":
+            question = re.search(r"(?:Question|Вопрос): (.*)", prompt).group(1).strip()
+            with self._lock:
+                known = [a for a, _ in self.answers.get(question, [])]
+                first = self.first_answer
+            if self.plan.knows_first_answer and first in known:
+                return {"answer": first}
             return {"answer": "I do not know"}
         if name == "EvidenceAnswer":
             return self.read(prompt)
@@ -101,7 +109,7 @@ class World:
         pattern = re.escape(say["answer"]).replace(re.escape("{name}"), "(.+)")
         found = re.search(pattern, prompt)
         answer = found.group(1).strip() if found else "Nobody"
-        revising = "<feedback>" in prompt
+        revising = "<history>" in prompt
         mode = self.plan.revise if revising else self.plan.compose
         facts = re.findall(r"^\[(P\d+)\] ", prompt, re.MULTILINE)
         seed = prompt if mode != "same" else "same"
@@ -114,8 +122,14 @@ class World:
         needs = passages[1:] if self.plan.reader_skips_first and len(passages) > 1 else passages
         with self._lock:
             self.answers.setdefault(question, []).append((answer, frozenset(needs)))
-        return {"question": question, "answer": answer, "answer_aliases": [], "answer_passage": None,
-                "reasoning_steps": [f"step {i}" for i, _ in enumerate(facts)]}
+            if self.first_answer is None:
+                self.first_answer = answer
+        texts = dict(re.findall(r'<passage id="(P\d+)">\n(.*?)\n</passage>', prompt, re.DOTALL))
+        labels = sorted(texts, key=lambda p: int(p[1:])) or ["P1"]
+        steps = [{"passage": p, "quote": texts.get(p, "x").split(".")[0][:200] or "x", "finding": f"step {i}"}
+                 for i, p in enumerate(labels)]
+        return {"steps": steps, "answer": answer, "answer_aliases": [], "answer_passage": labels[-1],
+                "question": question}
 
     def _passages(self, prompt: str, labels: list[str]) -> list[str]:
         # the composer sees labels, the reader sees chunk ids: the facts carry the chunk text, and the

@@ -60,7 +60,8 @@ def test_accept_path_writes_tasks_with_lineage(world_store):
     assert len(tasks) == 2
     for task in tasks:
         assert len(task["support_chunk_ids"]) >= 2 and task["answer_chunk_id"] in task["support_chunk_ids"]
-        assert task["validators"] == ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity"]
+        assert task["validators"] == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability",
+                                      "necessity"]
         assert task["skipped_validators"] == ["agent_run"]  # off: skipped, never listed as passed
         assert task["revisions"] == 0
     verdicts = store.query("SELECT validator, ok, skipped FROM verdicts WHERE candidate_id = ? ORDER BY step",
@@ -97,16 +98,31 @@ def test_reject_path_after_bounded_revisions(world_store):
     assert store.scalar("SELECT count(*) FROM tasks") == 0
 
 
-def test_decorative_chunk_is_pruned_and_a_chain_left_with_one_chunk_is_rejected(world_store):
+def test_a_decorative_chunk_of_a_two_chunk_chain_is_revised_not_pruned_away(world_store):
+    """Pruning would leave the chain one passage: the reviser is asked to make the question need
+    it instead; a reader that never needs it keeps it decorative until the revisions run out."""
     store, _, _ = world_store
     summary, _ = _run(world_store, Plan(reader_skips_first=True), n=1, max_attempts=1)
-    assert summary.accepted == 0 and summary.prunes == 1
+    assert summary.accepted == 0 and summary.prunes == 0 and summary.revisions == 2
     row = store.query("SELECT * FROM rejected_tasks")[0]
-    assert (row["validator"], row["reason"]) == ("schema", "not_multi_hop") and row["revisions"] == 0
+    assert (row["validator"], row["reason"]) == ("necessity", "decorative_chunks")
     origins = [r["origin"] for r in store.query("SELECT origin FROM drafts ORDER BY attempt")]
-    assert origins == ["compose", "prune"]
+    assert origins == ["compose", "revise", "revise"]
     necessity = store.query("SELECT figures FROM verdicts WHERE validator = 'necessity'")[0]
     assert "decorative" in necessity["figures"]
+
+
+def test_an_answer_known_without_evidence_reselects_a_subgraph_instead_of_revising(world_store):
+    """A rewrite cannot make a known answer unknown: the loop draws another subgraph of the cell."""
+    store, _, _ = world_store
+    summary, world = _run(world_store, Plan(knows_first_answer=True), n=1, max_attempts=1)
+    drafts = store.query("SELECT origin, answer, support_chunk_ids FROM drafts ORDER BY attempt")
+    assert [d["origin"] for d in drafts] == ["compose", "reselect"] and summary.revisions == 0
+    assert drafts[0]["answer"] == world.first_answer and drafts[1]["answer"] != world.first_answer
+    assert set(drafts[0]["support_chunk_ids"]) != set(drafts[1]["support_chunk_ids"])
+    first = store.query("SELECT reason FROM verdicts WHERE validator = 'closed_book' ORDER BY attempt")
+    assert first[0]["reason"] == "closed_book_solved"
+    assert summary.accepted == 1
 
 
 def test_near_duplicate_questions_are_rejected(world_store):
@@ -193,8 +209,13 @@ def test_rejects_are_readable_from_another_process_while_running(world_store):
 
 
 def test_many_candidates_in_flight(world_store):
-    store, _, _ = world_store
-    summary, _ = _run(world_store, Plan(compose="same", revise="same"), n=3, max_attempts=6, concurrency=3)
+    store, index, taxonomy = world_store
+    # no revisions: the fake's reader tells identical questions apart only by their passages, and two
+    # candidates may draw the same passages for different cells; a revision would change the question
+    settings = world_settings().model_copy(deep=True)
+    settings.generate.max_revisions = 0
+    summary = run_generation(store, index, World(Plan(compose="same", revise="same")).llm(), settings, n=3,
+                             lang="en", run_id="r1", seed=7, taxonomy=taxonomy, max_attempts=6, concurrency=3)
     # one question for every candidate: exactly one may be accepted, however many run at once
     assert summary.accepted == 1 and summary.candidates == 6
     assert store.scalar("SELECT count(*) FROM tasks") == 1

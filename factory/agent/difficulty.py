@@ -1,8 +1,11 @@
 """The difficulty checker: the search agent runs on a draft against the fixed index.
 
-A draft is too easy when, in at least ``easy_share`` of the rollouts, the agent held
-the whole support set (``easy_min_recall``) at the end of its first round after at
-most ``easy_max_searches`` searches. The validator gauntlet turns the report into a
+A draft is too easy when, in at least ``easy_share`` of the rollouts (by default all of
+them), the agent held the whole support set (``easy_min_recall``) at the end of its first
+round after fewer searches than the support has passages (or at most
+``easy_max_searches``, when set): some search then found two hops at once. A competent
+agent that solves a two-hop question in two targeted searches did what the question
+asks, which is no sign of a shortcut. The validator gauntlet turns the report into a
 verdict; the queries that found the support go back to the composer as feedback.
 """
 
@@ -108,6 +111,7 @@ class DifficultyChecker:
         start = time.perf_counter()
         s = self.settings
         gold = set(gold_chunk_ids)
+        limit = easy_search_limit(s, len(gold))
         result = self.agent.run(question, item_id=item_id, rollouts=self.rollouts)
         figures = []
         for episode in result.episodes:
@@ -122,7 +126,7 @@ class DifficultyChecker:
                 rounds=len(episode.rounds),
                 finalized_by=episode.finalized_by,
                 queries=episode.queries,
-                easy=first_recall >= s.easy_min_recall and first_searches <= s.easy_max_searches,
+                easy=first_recall >= s.easy_min_recall and first_searches <= limit,
                 error=episode.error,
             ))
         n = len(figures)
@@ -146,11 +150,16 @@ class DifficultyChecker:
             protocol=self.agent.protocol,
             elapsed_s=time.perf_counter() - start,
         )
-        report.feedback = _feedback(report, s) if too_easy else ""
+        report.feedback = _feedback(report, limit) if too_easy else ""
         return report
 
 
-def _feedback(report: DifficultyReport, s: AgentSettings) -> str:
+def easy_search_limit(s: AgentSettings, support: int) -> int:
+    """Searches at most which a first-round solve counts as easy."""
+    return s.easy_max_searches if s.easy_max_searches is not None else max(0, support - 1)
+
+
+def _feedback(report: DifficultyReport, limit: int) -> str:
     easy = [f for f in report.per_rollout if f.easy]
     queries = []
     for figures in easy:
@@ -159,6 +168,6 @@ def _feedback(report: DifficultyReport, s: AgentSettings) -> str:
     return (
         f"Too easy: in {len(easy)} of {report.rollouts} rollouts the search agent held the whole support set "
         f"after its first round, with at most {max(f.first_round_searches for f in easy)} searches "
-        f"(limit {s.easy_max_searches}). Its queries: {shown}. Make the question need a hop these queries "
+        f"(limit {limit}). Its queries: {shown}. Make the question need a hop these queries "
         "cannot reach directly: describe the bridge entity instead of naming a searchable clue."
     )

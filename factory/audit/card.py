@@ -60,7 +60,8 @@ def render_markdown(items: list[QuestionAudit], summary: dict[str, Any], worst: 
         + (f", dense model {s['index']['dense_model']}" if s['index']['dense_model'] else ""),
         f"- LLM: {s['llm'] or 'none (LLM-based validators did not run)'}; search agent: {'yes' if s['agent'] else 'no'}",
         f"- answer chunks: rule `{s['answer_chunks_rule']}`; shortcut: top {s['shortcut']['k']}, "
-        f"support share {s['shortcut']['support_share']}",
+        f"more than {s['shortcut']['hidden_share']} of the hidden passages (a passage whose title the question "
+        f"names is a seed, every other one is hidden)",
         "",
         f"**{overall['flagged']} of {s['questions']} questions ({_pct(overall['share_flagged'])}) are flagged by at "
         f"least one validator**; {overall['clean']} passed every validator that ran"

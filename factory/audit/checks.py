@@ -33,7 +33,8 @@ from factory.validate.shortcut import ShortcutValidator
 from factory.validate.tokens import tokenize
 
 AUDIT_CELL = "audit/unknown/unknown"
-ALL_VALIDATORS = ("schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run")
+ALL_VALIDATORS = ("schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                  "agent_run")
 LLM_VALIDATORS = {"closed_book", "solvability", "necessity", "agent_run"}
 ANSWER_VALIDATORS = {"closed_book", "solvability", "necessity"}
 ERROR_REASONS = {"llm_error", "validator_error", "agent_error"}
@@ -138,6 +139,8 @@ def not_applicable(name: str, draft: Draft, *, llm: bool, agent: bool, selected:
     if not selected:
         return skipped(name, "not_selected", f"{name} was not among the validators asked for (--validators)")
     has_answer = bool(draft.answer.strip())
+    if name == "answerable" and not draft.steps:
+        return skipped(name, "no_steps", "the benchmark gives no reasoning steps (passage, quote) to check")
     if name == "leakage" and not has_answer and not draft.bridge_entities:
         return skipped(name, "no_answer", "the benchmark gives neither an answer nor bridge entities for this question")
     if name == "agent_run" and not agent:

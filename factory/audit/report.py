@@ -90,7 +90,7 @@ def build_summary(items: list["QuestionAudit"], data: "AuditInput", settings: "S
         "validators": order,
         "selected": selected,
         "answer_chunks_rule": settings.audit.answer_chunks,
-        "shortcut": {"k": settings.validation.shortcut_k, "support_share": settings.validation.shortcut_support_share},
+        "shortcut": {"k": settings.validation.shortcut_k, "hidden_share": settings.validation.shortcut_hidden_share},
         "per_validator": per,
         "overall": {
             "flagged": flagged, "share_flagged": _share(flagged, n),

@@ -118,7 +118,7 @@ def _show(index: int, result) -> None:
             lines.append(f"[bold green]Q[/] {_e(draft.question)}")
             lines.append(f"[bold green]A[/] {_e(draft.answer)}" + (f"  (aliases: {_e(', '.join(draft.answer_aliases))})"
                                                                    if draft.answer_aliases else ""))
-            lines.extend(f"  step: {_e(s)}" for s in draft.reasoning_steps)
+            lines.extend(f"  step: {_e(s.chunk_id)} \"{_e(s.quote)}\" -> {_e(s.finding)}" for s in draft.steps)
     out.print(Panel("\n".join(lines), title=f"candidate {index}", expand=True), highlight=False)
 
 

@@ -1,49 +1,69 @@
-"""Composer and reviser: from a cell spec and a fact sheet to a Draft, and from a Draft
-plus validator feedback to the next Draft.
+"""Composer and reviser: from a cell spec and a fact sheet to a Draft, and from the
+drafts so far plus the gauntlet's verdicts to the next Draft.
 
-The model sees paraphrased facts (not chunk text), the cell's guidance in its
-language, and the roles: what it may name, what it must hide, and the answer when
-the selector fixed one. Support chunk ids come from the subgraph, not the model (the
-necessity validator prunes them); the model only says which passage holds the answer.
-Nothing here raises on a bad answer: a failed call or parse is a Draft with
-``parse_error`` and ``raw`` set, for the loop to record.
+The model sees the passages (labelled P1..Pn, the labels every check's feedback uses
+too), the fact sheet as a guide, the cell's guidance in its language, and the contract
+(factory/contract.py): what it may name, what it must hide, which passages each side
+reaches, the values to use and the answer when the selector fixed one. It plans
+before it commits: the schema asks for the steps (passage, exact quote, finding), then
+the answer, and the question last. Support chunk ids come from the subgraph, not the
+model. Nothing here raises on a bad answer: a failed call, a cut-off answer or a parse
+failure is a Draft with ``parse_error`` and ``raw`` set, for the loop to record.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
 
+from factory.compose.facts import passages_block
 from factory.compose.llm_call import call_llm
 from factory.compose.passages import defuse, entity_aliases, entity_name, labels_for
+from factory.contract import seed_chunks
 from factory.llm.types import TRUNCATED, LLMRequest, LLMResponse, Sampling
 from factory.prompts import COMPOSER
-from factory.records import Draft, FactSheet, Subgraph, Verdict
+from factory.records import Draft, FactSheet, ReasoningStep, Subgraph, Verdict
 from factory.taxonomy import CellSpec
 
-FEEDBACK_CHARS = 600
+FEEDBACK_CHARS = 2000  # a shortcut report lists passages and words; cutting it mid-list loses the advice
 # Length caps live in the schema, so a constraining backend (llama.cpp grammar, vLLM)
 # cannot loop until max_tokens: a runaway string is closed at the cap and the JSON
 # still parses (and then fails validation on its merits, not as a parse error).
-QUESTION_CHARS, ANSWER_CHARS, STEP_CHARS = 400, 100, 300
+QUESTION_CHARS, ANSWER_CHARS, QUOTE_CHARS, FINDING_CHARS = 500, 100, 300, 240
+MAX_ALIASES = 6
+CHARS_PER_TOKEN = 2.5  # a safe floor for English and Russian with common tokenizers
 Short = Annotated[str, StringConstraints(max_length=ANSWER_CHARS)]
-Step = Annotated[str, StringConstraints(max_length=STEP_CHARS)]
 
 
 @lru_cache(maxsize=16)
 def draft_model(n_passages: int) -> type[BaseModel]:
+    """The composer's output: every field required, in the order the model should think."""
     labels = tuple(f"P{i}" for i in range(1, n_passages + 1))
+    step = create_model(
+        f"DraftStep{n_passages}",
+        __config__=ConfigDict(extra="forbid"),
+        passage=(Literal[labels], ...),  # type: ignore[valid-type]
+        quote=(str, Field(min_length=1, max_length=QUOTE_CHARS)),
+        finding=(str, Field(min_length=1, max_length=FINDING_CHARS)),
+    )
     return create_model(
         f"DraftOut{n_passages}",
         __config__=ConfigDict(extra="forbid"),
-        question=(str, Field(min_length=1, max_length=QUESTION_CHARS)),
+        steps=(list[step], Field(min_length=1, max_length=n_passages + 2)),  # type: ignore[valid-type]
         answer=(str, Field(min_length=1, max_length=ANSWER_CHARS)),
-        answer_aliases=(list[Short], Field(default_factory=list, max_length=6)),
-        answer_passage=(Literal[labels] | None, None),  # type: ignore[valid-type]
-        reasoning_steps=(list[Step], Field(default_factory=list, max_length=n_passages + 3)),
+        answer_aliases=(list[Short], Field(max_length=MAX_ALIASES)),
+        answer_passage=(Literal[labels], ...),  # type: ignore[valid-type]
+        question=(str, Field(min_length=1, max_length=QUESTION_CHARS)),
     )
+
+
+def output_budget(n_passages: int) -> int:
+    """Completion tokens the longest answer the schema admits can take, with a margin."""
+    chars = ((n_passages + 2) * (QUOTE_CHARS + FINDING_CHARS + 40) + QUESTION_CHARS
+             + ANSWER_CHARS * (MAX_ALIASES + 1) + 200)
+    return int(chars / CHARS_PER_TOKEN) + 64
 
 
 def facts_block(sheet: FactSheet) -> str:
@@ -52,6 +72,8 @@ def facts_block(sheet: FactSheet) -> str:
 
 
 def roles_block(subgraph: Subgraph, lang: str) -> str:
+    """The contract as the composer reads it (factory/contract.py): what the question may
+    name, what it must hide, which passages each side reaches, and the values to use."""
     say = COMPOSER.phrases(lang)
     back = {chunk: label for label, chunk in labels_for(subgraph).items()}
     figures = subgraph.figures
@@ -62,6 +84,11 @@ def roles_block(subgraph: Subgraph, lang: str) -> str:
     if subgraph.answer_entity:
         hidden.append(entity_name(subgraph, subgraph.answer_entity))
     lines.append(say["hidden"].format(names=", ".join(dict.fromkeys(hidden)) or say["none"]))
+    seeds = seed_chunks(subgraph)
+    seed_labels = [back[c] for c in subgraph.chunk_ids if c in seeds]
+    hidden_labels = [back[c] for c in subgraph.chunk_ids if c not in seeds]
+    lines.append(say["seed_passages"].format(labels=", ".join(seed_labels) or say["none"]))
+    lines.append(say["hidden_passages"].format(labels=", ".join(hidden_labels) or say["none"]))
     if figures.get("values"):
         items = "; ".join(f"{entity_name(subgraph, k)} = {', '.join(v) or '?'}" for k, v in figures["values"].items())
         lines.append(say["candidates"].format(items=items))
@@ -79,7 +106,7 @@ def roles_block(subgraph: Subgraph, lang: str) -> str:
 
 
 def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: str, attempt: int,
-              model: type[BaseModel]) -> Draft:
+              model: type[BaseModel], budget: int) -> Draft:
     subgraph = sheet.subgraph
     base = dict(
         draft_id=f"{candidate_id}-a{attempt}",
@@ -93,7 +120,7 @@ def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: 
     )
     if response.error:
         return Draft(**base, parse_error=f"llm error: {response.error}")
-    if response.truncated:  # the budget, not the format: the schema check reports it as such
+    if response.truncated:  # cut off: not a wrong answer, a budget too small (or spent thinking)
         return Draft(**base, parse_error=f"{TRUNCATED}{response.truncated}")
     if response.parse_error or response.parsed is None:
         return Draft(**base, parse_error=response.parse_error or "no JSON object in the answer")
@@ -111,18 +138,32 @@ def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: 
             aliases += known
     aliases = [a for a in dict.fromkeys(aliases) if a.casefold() != answer.casefold()]
     labels = labels_for(subgraph)
-    answer_chunk = labels.get(out.answer_passage or "")  # type: ignore[attr-defined]
-    if answer_chunk is None:
-        answer_chunk = next((c for c, role in subgraph.roles.items() if role == "answer"), None)
+    steps = [ReasoningStep(chunk_id=labels[st.passage], quote=st.quote.strip(), finding=st.finding.strip())
+             for st in out.steps]  # type: ignore[attr-defined]
     base.update(raw="")
     return Draft(
         **base,
         question=out.question.strip(),  # type: ignore[attr-defined]
         answer=answer,
         answer_aliases=aliases,
-        answer_chunk_id=answer_chunk,
-        reasoning_steps=[s.strip() for s in out.reasoning_steps if s.strip()],  # type: ignore[attr-defined]
+        answer_chunk_id=labels[out.answer_passage],  # type: ignore[attr-defined]
+        steps=steps,
     )
+
+
+def _request(system: str, user: str, sheet: FactSheet, attempt: int, temperature: float,
+             max_tokens: int) -> tuple[LLMRequest, type[BaseModel], int]:
+    model = draft_model(len(sheet.subgraph.chunk_ids))
+    budget = output_budget(len(sheet.subgraph.chunk_ids))
+    budget = min(budget, max_tokens) if max_tokens else budget
+    request = LLMRequest.chat(system, user, output=model, sample_index=attempt,
+                              sampling=Sampling(temperature=temperature, max_tokens=budget))
+    return request, model, budget
+
+
+def _evidence(sheet: FactSheet, lang: str, spec: CellSpec) -> dict[str, str]:
+    return {"guidance": spec.guidance(lang), "passages": passages_block(sheet.subgraph, sheet.passages),
+            "facts": facts_block(sheet), "roles": roles_block(sheet.subgraph, lang)}
 
 
 def compose(
@@ -134,54 +175,71 @@ def compose(
     attempt: int = 0,
     *,
     temperature: float = 0.7,
-    max_tokens: int = 700,
+    max_tokens: int = 0,
 ) -> Draft:
-    model = draft_model(len(sheet.subgraph.chunk_ids))
-    user = COMPOSER.render(lang, "compose_user", guidance=spec.guidance(lang), facts=facts_block(sheet),
-                  roles=roles_block(sheet.subgraph, lang))
-    request = LLMRequest.chat(COMPOSER.render(lang, "compose_system"), user, output=model, sample_index=attempt,
-                              sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
+    """``max_tokens``: 0 sizes the completion budget from the request (``output_budget``)."""
+    user = COMPOSER.render(lang, "compose_user", **_evidence(sheet, lang, spec))
+    request, model, budget = _request(COMPOSER.render(lang, "compose_system"), user, sheet, attempt, temperature,
+                                      max_tokens)
     response = call_llm(llm, request, "compose", f"{candidate_id}-a{attempt}")
-    return _to_draft(response, sheet, lang, candidate_id, attempt, model)
+    return _to_draft(response, sheet, lang, candidate_id, attempt, model, budget)
 
 
-def feedback_block(verdicts: list[Verdict], lang: str) -> str:
+def label_chunks(text: str, subgraph: Subgraph) -> str:
+    """Chunk ids in feedback written as the passage labels the model sees."""
+    for label, chunk_id in labels_for(subgraph).items():
+        text = text.replace(chunk_id, label)
+    return text
+
+
+def feedback_block(verdicts: list[Verdict], lang: str, subgraph: Subgraph | None = None) -> str:
     say = COMPOSER.phrases(lang)
     failed = [v for v in verdicts if not v.ok and not v.skipped] or list(verdicts)
-    lines = [
-        say["feedback_item"].format(validator=v.validator, text=defuse(v.feedback or v.reason, FEEDBACK_CHARS))
-        for v in failed
-    ]
+    lines = []
+    for v in failed:
+        text = v.feedback or v.reason
+        if subgraph is not None:
+            text = label_chunks(text, subgraph)
+        lines.append(say["feedback_item"].format(validator=v.validator, text=defuse(text, FEEDBACK_CHARS)))
     return "\n".join(lines) or say["none"]
 
 
+def history_block(history: Sequence[tuple[Draft, list[Verdict]]], sheet: FactSheet, lang: str) -> str:
+    """Every earlier draft with its question, answer, steps and what the checks found."""
+    say = COMPOSER.phrases(lang)
+    back = {chunk: label for label, chunk in labels_for(sheet.subgraph).items()}
+    parts = []
+    for n, (draft, verdicts) in enumerate(history, 1):
+        lines = [say["history_draft"].format(n=n),
+                 say["history_question"].format(text=defuse(draft.question or "-", 800)),
+                 say["history_answer"].format(text=defuse(draft.answer or "-", 200))]
+        lines += [f'- {back.get(st.chunk_id, "?")} "{defuse(st.quote, QUOTE_CHARS)}" -> {defuse(st.finding, FINDING_CHARS)}'
+                  for st in draft.steps]
+        lines += [say["history_checks"], feedback_block(verdicts, lang, sheet.subgraph)]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) or say["none"]
+
+
 def revise(
-    draft: Draft,
-    verdicts: list[Verdict],
+    history: Sequence[tuple[Draft, list[Verdict]]],
     sheet: FactSheet,
     spec: CellSpec,
     llm: Any,
     lang: str,
     *,
     temperature: float = 0.7,
-    max_tokens: int = 700,
+    max_tokens: int = 0,
 ) -> Draft:
-    attempt = draft.attempt + 1
-    model = draft_model(len(sheet.subgraph.chunk_ids))
-    user = COMPOSER.render(
-        lang, "revise_user",
-        guidance=spec.guidance(lang),
-        facts=facts_block(sheet),
-        roles=roles_block(sheet.subgraph, lang),
-        question=defuse(draft.question or "-", 800),
-        answer=defuse(draft.answer or "-", 200),
-        feedback=feedback_block(verdicts, lang),
-    )
-    request = LLMRequest.chat(COMPOSER.render(lang, "revise_system"), user, output=model, sample_index=attempt,
-                              sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
-    response = call_llm(llm, request, "revise", f"{draft.candidate_id}-a{attempt}")
-    revised = _to_draft(response, sheet, lang, draft.candidate_id, attempt, model)
-    if sheet.subgraph.chunk_ids != draft.support_chunk_ids and draft.support_chunk_ids:
+    """The next draft after ``history`` (every draft so far, oldest first, with its verdicts)."""
+    last = history[-1][0]
+    attempt = last.attempt + 1
+    user = COMPOSER.render(lang, "revise_user", **_evidence(sheet, lang, spec),
+                           history=history_block(history, sheet, lang))
+    request, model, budget = _request(COMPOSER.render(lang, "revise_system"), user, sheet, attempt, temperature,
+                                      max_tokens)
+    response = call_llm(llm, request, "revise", f"{last.candidate_id}-a{attempt}")
+    revised = _to_draft(response, sheet, lang, last.candidate_id, attempt, model, budget)
+    if sheet.subgraph.chunk_ids != last.support_chunk_ids and last.support_chunk_ids:
         # the loop may have pruned decorative chunks: keep its support set
-        revised.support_chunk_ids = list(draft.support_chunk_ids)
+        revised.support_chunk_ids = list(last.support_chunk_ids)
     return revised

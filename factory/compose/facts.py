@@ -27,9 +27,15 @@ from factory.llm.types import LLMRequest, Sampling
 from factory.prompts import COMPOSER
 from factory.records import Fact, FactSheet, Subgraph
 
-PER_PASSAGE = 4
+PER_PASSAGE = 3
 PASSAGE_CHARS = 1800  # keeps n passages well inside a small model's context
-FACT_CHARS = 300
+FACT_CHARS = 240
+CHARS_PER_TOKEN = 2.5  # a safe floor for English and Russian with common tokenizers
+
+
+def facts_budget(n_passages: int) -> int:
+    """Completion tokens the longest sheet the schema admits can take, with a margin."""
+    return int(n_passages * PER_PASSAGE * (2 * FACT_CHARS + 40) / CHARS_PER_TOKEN) + 64
 
 
 class ComposeError(FactoryError):
@@ -81,8 +87,9 @@ def build_fact_sheet(
     item_id: str,
     *,
     temperature: float = 0.2,
-    max_tokens: int = 900,
+    max_tokens: int = 0,
 ) -> FactSheet:
+    """``max_tokens``: 0 sizes the budget from the passages (``facts_budget``), else caps it."""
     labels = labels_for(subgraph)
     model = facts_model(len(labels))
     user = COMPOSER.render(
@@ -92,8 +99,10 @@ def build_fact_sheet(
         per_passage=PER_PASSAGE,
         labels=", ".join(labels),
     )
+    budget = facts_budget(len(labels))
+    budget = min(budget, max_tokens) if max_tokens else budget
     request = LLMRequest.chat(COMPOSER.render(lang, "facts_system"), user, output=model,
-                              sampling=Sampling(temperature=temperature, max_tokens=max_tokens))
+                              sampling=Sampling(temperature=temperature, max_tokens=budget))
     response = call_llm(llm, request, "facts", item_id)
     if response.error:
         raise ComposeError(f"fact sheet: LLM call failed: {response.error}", response.text)
@@ -126,7 +135,7 @@ def build_fact_sheet(
                 facts.append(Fact(chunk_id=chunk_id, statement=sentence, paraphrase=sentence))
     order = {c: i for i, c in enumerate(subgraph.chunk_ids)}
     facts.sort(key=lambda f: order[f.chunk_id])  # stable: the model's order inside a chunk
-    return FactSheet(subgraph=sheet_graph, facts=facts)
+    return FactSheet(subgraph=sheet_graph, facts=facts, passages={c: chunk_texts[c] for c in subgraph.chunk_ids})
 
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+(?=[A-ZА-ЯЁ0-9«\"(])")

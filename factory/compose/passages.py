@@ -12,7 +12,7 @@ import re
 
 from factory.records import Subgraph
 
-_TAG = re.compile(r"</?\s*(passage|feedback|draft)\b", re.IGNORECASE)
+_TAG = re.compile(r"</?\s*(passage|feedback|draft|history)\b", re.IGNORECASE)
 
 
 def defuse(text: str, limit: int = 0) -> str:

@@ -38,7 +38,7 @@ class CandidateBook:
         self.started = time.perf_counter()
         self.llm = Metered(ctx.llm)
         self.drafted: Drafted | None = None
-        self.attempts = self.revisions = self.prunes = 0
+        self.attempts = self.revisions = self.prunes = self.reselections = 0
         self.final_draft: Draft | None = None
 
     def _write(self, table: str, row: Any) -> None:
@@ -130,8 +130,17 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     book.record_draft(drafted.draft, "compose", None)
     validation = ctx.validation.for_item(book.id, drafted.subgraph)
     validation.llm = book.llm
+    def redraft(avoid: set[frozenset[str]]) -> Drafted:
+        n = book.reselections + 1
+        again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
+                               lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
+                               rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid)
+        if again.draft is not None:
+            book.drafted = again
+        return again
+
     judgement = judge(drafted, validation=validation, validators=ctx.validators, settings=ctx.settings,
-                      llm=book.llm, lang=ctx.lang, log=book)
+                      llm=book.llm, lang=ctx.lang, log=book, redraft=redraft)
     if judgement.passed:
         return book.passed(judgement)
     failure = judgement.failure

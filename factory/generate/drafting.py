@@ -35,7 +35,8 @@ def selector_params(settings: Any) -> SelectorParams:
     """Selector defaults from ``settings.compose`` (the taxonomy's mechanic params override them)."""
     c = settings.compose
     return SelectorParams(bridge_min_df=c.bridge_min_df, bridge_max_df=c.bridge_max_df,
-                          answer_max_df=c.answer_max_df, max_chunks=c.max_chunks, max_tries=c.select_tries)
+                          bridge_max_share=c.bridge_max_share, answer_max_df=c.answer_max_df,
+                          article_answers=c.article_answers, max_chunks=c.max_chunks, max_tries=c.select_tries)
 
 
 def draft_for_cell(
@@ -50,6 +51,7 @@ def draft_for_cell(
     candidate_id: str,
     rng: random.Random,
     avoid: set[frozenset[str]] | None = None,
+    attempt: int = 0,
 ) -> Drafted:
     """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose."""
     out = Drafted(cell=cell)
@@ -68,6 +70,6 @@ def draft_for_cell(
     except ComposeError as exc:
         out.stopped, out.reason, out.raw = "facts", exc.reason, exc.raw
         return out
-    out.draft = compose(out.sheet, out.spec, llm, lang, candidate_id, temperature=c.compose_temperature,
+    out.draft = compose(out.sheet, out.spec, llm, lang, candidate_id, attempt, temperature=c.compose_temperature,
                         max_tokens=c.max_tokens)
     return out

@@ -1,33 +1,38 @@
-"""Judging a candidate's draft: the gauntlet, then prune, revise or reject, until it passes.
+"""Judging a candidate's draft: the gauntlet, then prune, revise, reselect or reject, until it passes.
 
 ``judge`` is the one place a draft is judged; nothing else decides what a failed
 gauntlet leads to. Its seams, each a small function:
 
-* ``next_step(history, ...)``: what a failure leads to. Today: a decorative chunk is
-  pruned (up to ``generate.max_prunes``), a failure a rewrite can fix is revised (up
-  to ``generate.max_revisions``), anything else is rejected. A draft pruned below a
-  multi-hop cell's minimum is rejected.
-* ``revise_draft(history, ...)``: what the reviser is shown. ``history`` holds every
-  draft judged so far with its verdicts, in order; today the reviser reads the last.
-* ``prune_draft(draft, chunk_id)``: the draft without one support chunk.
-* the loop in ``judge``: where a new kind of step goes (for example selecting another
-  subgraph when only a new one can fix the failure: ``drafted`` holds the cell, the
-  subgraph and the fact sheet the candidate started from).
+* ``next_step(history, ...)``: what a failure leads to. A decorative chunk is pruned (up
+  to ``generate.max_prunes``) unless that leaves the cell fewer passages than it needs:
+  then the reviser is asked to make the question need it. A failure a rewrite can fix is
+  revised (up to ``generate.max_revisions``). A failure only a new subgraph can fix (an
+  answer a model knows without evidence) reselects (up to ``generate.max_reselections``).
+  Anything else is rejected, with its verdict as the reason.
+* ``revise_draft(history, ...)``: the reviser sees every draft judged so far with its
+  verdicts, oldest first.
+* ``prune_draft(draft, chunk_id)``: the draft without one support chunk (and its steps).
+* the loop in ``judge``: where a step is taken; a reselection drafts a new subgraph of the
+  same cell through ``redraft`` and judges that draft from the start.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 from factory.compose.composer import revise
 from factory.generate.drafting import Drafted
+from factory.llm.types import TRUNCATED
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext
 from factory.validate.gauntlet import GauntletResult, run_gauntlet
 
 # verdict reasons that a rewrite cannot fix: reject at once instead of spending a revision
-UNREVISABLE = {"llm_error", "validator_error", "agent_error", "parse_error"}
+# (a truncated answer needs a larger budget or thinking switched off: the user's settings)
+UNREVISABLE = {"llm_error", "validator_error", "agent_error", "parse_error", "truncated"}
+# verdict reasons only another subgraph can fix: the answer is fixed by the selection
+RESELECT = {"closed_book_solved"}
 
 
 class DraftLog(Protocol):
@@ -35,6 +40,7 @@ class DraftLog(Protocol):
 
     prunes: int
     revisions: int
+    reselections: int
 
     def record_draft(self, draft: Draft, origin: str, parent: Draft | None) -> None: ...
 
@@ -68,21 +74,26 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Step:
-    action: Literal["prune", "revise", "reject"]
+    action: Literal["prune", "revise", "reselect", "reject"]
     chunk_id: str | None = None  # prune: the chunk to drop
 
 
-def next_step(history: list[Judged], *, prunes: int, revisions: int, limits: Any) -> Step:
-    """What the last failed gauntlet leads to (``limits``: ``settings.generate``)."""
+def next_step(history: list[Judged], *, prunes: int, revisions: int, reselections: int, limits: Any,
+              min_support: int = 2) -> Step:
+    """What the last failed gauntlet leads to (``limits``: ``settings.generate``;
+    ``min_support``: the passages the draft's cell needs)."""
     draft, failure = history[-1].draft, history[-1].result.failure
     assert failure is not None
     decorative = [c for c in failure.figures.get("decorative", []) if c != draft.answer_chunk_id]
-    if not failure.hard and decorative and prunes < limits.max_prunes:
-        return Step("prune", decorative[0])
-    reason = "parse_error" if draft.parse_error else failure.reason
-    # pruned below a multi-hop cell's minimum: a rewrite cannot bring the chunks back
-    pruned_away = failure.reason == "not_multi_hop" and prunes > 0
-    if reason in UNREVISABLE or pruned_away or revisions >= limits.max_revisions:
+    if not failure.hard and decorative:
+        if prunes < limits.max_prunes and len(draft.support_chunk_ids) - 1 >= min_support:
+            return Step("prune", decorative[0])
+        # pruning would leave the cell too few passages: a rewrite that needs them may not
+        return Step("revise") if revisions < limits.max_revisions else Step("reject")
+    if failure.reason in RESELECT:
+        return Step("reselect") if reselections < limits.max_reselections else Step("reject")
+    reason = "parse_error" if draft.parse_error and not draft.parse_error.startswith(TRUNCATED) else failure.reason
+    if reason in UNREVISABLE or revisions >= limits.max_revisions:
         return Step("reject")
     return Step("revise")
 
@@ -91,23 +102,24 @@ def prune_draft(draft: Draft, chunk_id: str) -> Draft:
     attempt = draft.attempt + 1
     return draft.model_copy(update={
         "support_chunk_ids": [c for c in draft.support_chunk_ids if c != chunk_id],
+        "steps": [s for s in draft.steps if s.chunk_id != chunk_id],
         "attempt": attempt, "draft_id": f"{draft.candidate_id}-a{attempt}",
     })
 
 
 def revise_draft(history: list[Judged], drafted: Drafted, llm: Any, settings: Any, lang: str) -> Draft:
-    last = history[-1]
     c = settings.compose
-    return revise(last.draft, last.result.verdicts, drafted.sheet, drafted.spec, llm, lang,
+    return revise([(j.draft, j.result.verdicts) for j in history], drafted.sheet, drafted.spec, llm, lang,
                   temperature=c.compose_temperature, max_tokens=c.max_tokens)
 
 
 def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, settings: Any, llm: Any,
-          lang: str, log: DraftLog) -> Judgement:
+          lang: str, log: DraftLog, redraft: Callable[[set[frozenset[str]]], Drafted] | None = None) -> Judgement:
     """Run the gauntlet on ``drafted.draft`` and act on each failure until it passes or is rejected.
 
     ``validation`` is the candidate's own context (its item id, subgraph and metered
-    LLM); every draft and verdict goes to ``log`` as it lands.
+    LLM); every draft and verdict goes to ``log`` as it lands. ``redraft(avoid)`` selects
+    a new subgraph for the same cell (none of ``avoid``) and drafts it, for a reselection.
     """
     judgement = Judgement()
     draft = drafted.draft
@@ -118,8 +130,21 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
         judgement.history.append(Judged(draft, result))
         if result.passed:
             return judgement
-        step = next_step(judgement.history, prunes=log.prunes, revisions=log.revisions, limits=settings.generate)
-        if step.action == "reject":
+        step = next_step(judgement.history, prunes=log.prunes, revisions=log.revisions,
+                         reselections=log.reselections, limits=settings.generate,
+                         min_support=validation.min_support(draft.cell.mechanic))
+        if step.action == "reselect" and redraft is not None:
+            again = redraft({frozenset(draft.support_chunk_ids)})
+            log.reselections += 1
+            if again.draft is None:  # no other subgraph, or its fact sheet failed: the failure stands
+                return judgement
+            drafted = again
+            validation = validation.for_item(validation.item_id, again.subgraph)
+            judgement.history.clear()  # a new subgraph: the reviser starts from its own first draft
+            log.record_draft(again.draft, "reselect", None)
+            draft = again.draft
+            continue
+        if step.action in ("reject", "reselect"):
             return judgement
         if step.action == "prune":
             new = prune_draft(draft, step.chunk_id or "")

@@ -79,6 +79,14 @@ class Bm25sScorer:
             return None
         return self.retriever.get_scores_from_ids(ids)
 
+    def doc_freq(self, term: str) -> int:
+        """Rows holding ``term`` (the CSC matrix keeps one column per term)."""
+        i = self.vocab.get(term)
+        if i is None:
+            return 0
+        indptr = self.retriever.scores["indptr"]
+        return int(indptr[i + 1] - indptr[i])
+
 
 class RankBm25Scorer:
     """rank_bm25.BM25Okapi configured to score exactly like bm25s for the same variant."""
@@ -95,6 +103,13 @@ class RankBm25Scorer:
         self.model = model_class([list(t) for t in token_lists], k1=k1, b=b, epsilon=0.0)
         self.scale = 1.0 / (k1 + 1.0) if method == "lucene" else 1.0
         self.num_docs = self.model.corpus_size
+        self._df: dict[str, int] = {}
+        for tokens in token_lists:
+            for token in set(tokens):
+                self._df[token] = self._df.get(token, 0) + 1
+
+    def doc_freq(self, term: str) -> int:
+        return self._df.get(term, 0)
 
     def scores(self, terms: Sequence[str]) -> np.ndarray | None:
         if not any(t in self.model.idf for t in terms):
@@ -151,6 +166,11 @@ class BM25Searcher:
         if scores is None:
             return np.empty(0, dtype=np.int64), np.zeros(0)
         return top_k(scores, k, min_score=0.0), scores
+
+    def doc_freq(self, word: str) -> int:
+        """Passages holding ``word`` as the index analyses it (0 for a stop word or unseen word;
+        the largest count when the analyser splits it)."""
+        return max((self.scorer.doc_freq(t) for t in self.analyzer(word)), default=0)
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         rows, scores = self.rows(query, k)

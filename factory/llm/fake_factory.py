@@ -175,13 +175,22 @@ class FactoryFake:
         probes = [self._probe(facts[p][0], lang) for p in labels if facts.get(p)]
         with self._lock:
             self._composed[_norm(question)] = (answer, probes)
-        return {
-            "question": question,
-            "answer": answer,
-            "answer_aliases": [],
-            "answer_passage": answer_label,
-            "reasoning_steps": [f"{p}: {facts[p][0][:120]}" for p in labels if facts.get(p)],
-        }
+        passages = dict(_PASSAGE.findall(user))
+        steps = [{"passage": p, "quote": self._quote_of(passages.get(p, ""), answer if p == answer_label else ""),
+                  "finding": f"{p} gives the next link" if lang == "en" else f"{p} даёт следующее звено"}
+                 for p in labels]
+        return {"steps": steps, "answer": answer, "answer_aliases": [], "answer_passage": answer_label,
+                "question": question}
+
+    @staticmethod
+    def _quote_of(text: str, must_hold: str = "") -> str:
+        """A sentence of the passage, copied exactly (the one holding ``must_hold`` if any)."""
+        sentences = [x for x in _SENTENCE.split(text) if x.strip()] or [text]
+        chosen = next((x for x in sentences if must_hold and must_hold.casefold() in x.casefold()), sentences[0])
+        chosen = chosen.strip()
+        if len(chosen) > 280:  # the schema caps quotes: cut at a word, still an exact substring
+            chosen = chosen[:280].rsplit(" ", 1)[0]
+        return chosen
 
     @staticmethod
     def _field(user: str, template: str, key: str) -> str:

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from factory.errors import FactoryError
 from factory.records import Draft, Verdict
 from factory.validate.agent_run import AgentRunValidator
+from factory.validate.answerable import AnswerableValidator
 from factory.validate.base import ValidationContext, Validator, timed_check
 from factory.validate.closed_book import ClosedBookValidator
 from factory.validate.leakage import LeakageValidator
@@ -22,6 +23,7 @@ from factory.validate.solvability import SolvabilityValidator
 
 VALIDATORS: dict[str, Callable[[], Validator]] = {
     "schema": SchemaValidator,
+    "answerable": AnswerableValidator,
     "leakage": LeakageValidator,
     "shortcut": ShortcutValidator,
     "closed_book": ClosedBookValidator,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from factory.contract import Contract, audit_contract, subgraph_contract
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
@@ -37,21 +38,34 @@ def find_leak(
     allowed: Sequence[Token] = (),
     role: str = "bridge",
     proper: set[int] = frozenset(),  # type: ignore[assignment]
+    masked: set[int] = frozenset(),  # type: ignore[assignment]
+    person: bool = False,
 ) -> Leak | None:
     """The first way ``question`` (content tokens) names ``name``, or None.
 
     ``proper``: start offsets of question tokens written as names (capitalised inside a
-    sentence); a near match (typo, transliteration) on an ordinary word counts only there.
+    sentence). A near match (typo, transliteration) counts only on such a word or on a
+    rare one: 'parish' is no misspelt 'Paris', 'whales' no 'Wales'. ``masked``: offsets
+    of tokens inside a name the question may use ('New York' of 'New York Times'), which
+    never leak anything. ``person``: a first name alone names nobody; a surname does.
     """
     name_tokens = content(tokenize(name, lang))
     if not name_tokens:
         return None
     distinctive = [not lexicon.is_common(t) and (t.number is not None or len(t.fold) >= 3) for t in name_tokens]
+    if person and len(name_tokens) > 1:
+        distinctive[0] = False  # 'John' of 'John Smith'
+    values = [t.number is not None and (len(t.number) > 1 or len(name_tokens) == 1) for t in name_tokens]
+    valued = any(values)
+    if valued:  # '146,215 square kilometres', '146,215 km2': the number is the answer, its unit names nothing
+        distinctive = values
 
     def match(i: int, q: Token, anchored: bool = False) -> str | None:
+        if q.start in masked:
+            return None
         how = token_match(name_tokens[i], q, threshold)
-        if how == "near" and not (distinctive[i] or anchored or q.start in proper):
-            return None  # 'iron' vs 'irony': near matches only where a name is meant
+        if how == "near" and q.start not in proper and lexicon.is_common(q):
+            return None  # a near match only where a name is meant or the word is rare
         return how
 
     n = len(name_tokens)
@@ -64,8 +78,10 @@ def find_leak(
             return Leak(role, name, _span(question[start : start + n]), kind)
     if n == 1:
         return None
-    # two consecutive words of a longer name
+    # two consecutive words of a longer name (of a value with a unit, only with the number)
     for j in range(n - 1):
+        if valued and not (values[j] or values[j + 1]):
+            continue
         for start in range(len(question) - 1):
             if match(j, question[start]) and match(j + 1, question[start + 1]):
                 return Leak(role, name, _span(question[start : start + 2]), "partial")
@@ -77,6 +93,18 @@ def find_leak(
             if match(j, q):
                 return Leak(role, name, q.surface, "partial")
     return None
+
+
+def allowed_spans(question: list[Token], names: Sequence[str], lang: str, threshold: float) -> set[int]:
+    """Offsets of question tokens that spell out a whole name the question may use."""
+    out: set[int] = set()
+    for name in names:
+        tokens = content(tokenize(name, lang))
+        n = len(tokens)
+        for start in range(len(question) - n + 1) if n else ():
+            if all(token_match(tokens[j], question[start + j], threshold) in {"exact", "lemma"} for j in range(n)):
+                out.update(q.start for q in question[start:start + n])
+    return out
 
 
 def _span(tokens: list[Token]) -> str:
@@ -92,16 +120,17 @@ class LeakageValidator:
         proper = proper_starts(draft.question, question)
         lexicon = ctx.get_lexicon()
         threshold = ctx.settings.leak_similarity
-        allowed_names = ctx.resolve_names(ctx.subgraph.constraint_entities) if ctx.subgraph else []
-        allowed = [t for name in allowed_names for t in content(tokenize(name, lang))]
-        targets: list[tuple[str, str]] = [("answer", a) for a in [draft.answer, *draft.answer_aliases] if a.strip()]
-        bridges = list(draft.bridge_entities) + (list(ctx.subgraph.bridge_entities) if ctx.subgraph else [])
-        targets += [("bridge", b) for b in ctx.resolve_names(bridges)]
+        contract = draft_contract(draft, ctx)
+        allowed = [t for name in contract.may_name for t in content(tokenize(name, lang))]
+        masked = allowed_spans(question, contract.may_name, lang, threshold)
+        people = _person_names(draft, ctx)
+        answers = set(contract.answer_names)
+        targets = [("answer" if name in answers else "bridge", name) for name in contract.must_hide]
         leaks: list[Leak] = []
         seen: set[tuple[str, str]] = set()
         for role, name in targets:
             leak = find_leak(question, name, lang, lexicon, threshold=threshold, allowed=allowed, role=role,
-                             proper=proper)
+                             proper=proper, masked=masked, person=name in people)
             if leak and (leak.role, leak.words.casefold()) not in seen:
                 seen.add((leak.role, leak.words.casefold()))
                 leaks.append(leak)
@@ -115,3 +144,29 @@ class LeakageValidator:
         )
         feedback = say(lang, "leaked", items=items)
         return verdict(self.name, False, reason, feedback, **figures)
+
+
+def _person_names(draft: Draft, ctx: ValidationContext) -> set[str]:
+    """The hidden names that belong to people (the answer of a person cell, person entities)."""
+    out = {a for a in [draft.answer, *draft.answer_aliases]} if draft.cell.answer_type == "person" else set()
+    entities = (ctx.subgraph.figures.get("entities") or {}) if ctx.subgraph else {}
+    for info in entities.values():
+        if isinstance(info, dict) and info.get("label") == "person":
+            out.update([info.get("name") or "", *(info.get("aliases") or [])])
+    return {n for n in out if n}
+
+
+def names_in(question: str, name: str, lang: str, ctx: ValidationContext) -> bool:
+    """Does the question name ``name`` (in any form the leakage check recognises)?"""
+    tokens = content(tokenize(question, lang))
+    return find_leak(tokens, name, lang, ctx.get_lexicon(), threshold=ctx.settings.leak_similarity,
+                     proper=proper_starts(question, tokens)) is not None
+
+
+def draft_contract(draft: Draft, ctx: ValidationContext) -> Contract:
+    """The contract the draft is judged by: its subgraph's, or, for a task without roles
+    (an audit), the one its question implies: a passage whose title it names is a seed."""
+    if ctx.subgraph is not None:
+        return subgraph_contract(draft, ctx.subgraph, ctx.resolve_names)
+    titles = ctx.chunks.titles(list(draft.support_chunk_ids))
+    return audit_contract(draft, lambda c: bool(titles.get(c)) and names_in(draft.question, titles[c], draft.lang, ctx))

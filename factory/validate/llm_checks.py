@@ -25,11 +25,25 @@ class ClosedBookAnswer(BaseModel):
     answer: str = ""
 
 
+REASONING_CHARS = 600  # the reader's reasoning is capped so a long derivation cannot eat the answer's budget
+CHARS_PER_TOKEN = 2.5
+
+
 class EvidenceAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    reasoning: str = ""
-    answer: str = ""
-    other_answers: list[str] = Field(default_factory=list)
+    reasoning: str = Field("", max_length=REASONING_CHARS)
+    answer: str = Field("", max_length=120)
+    other_answers: list[str] = Field(default_factory=list, max_length=4)
+
+
+def evidence_answer_budget() -> int:
+    """Completion tokens the longest EvidenceAnswer the schema admits takes, with a margin."""
+    return int((REASONING_CHARS + 120 + 4 * 120 + 80) / CHARS_PER_TOKEN) + 32
+
+
+# matches that mean a model without documents knew the answer; 'partial' ('Smith' for
+# 'John Smith') is a guess at part of it, not the answer
+KNOWN = {"exact", "contained", "judge"}
 
 
 class JudgeAnswer(BaseModel):
@@ -111,7 +125,7 @@ class SolveResult:
     answers: list[str] = field(default_factory=list)
     alternatives: list[list[str]] = field(default_factory=list)
     ambiguous: int = 0  # samples that named another answer the evidence also allows
-    truncated: int = 0  # samples cut off at the token budget (counted unsolved, reported apart)
+    truncated: int = 0  # samples cut off at their budget: neither solved nor unsolved
     errors: list[str] = field(default_factory=list)
 
     def majority(self, share: float) -> bool:
@@ -119,17 +133,19 @@ class SolveResult:
 
     def figures(self) -> dict[str, Any]:
         return {"samples": self.samples, "solved": self.solved, "ambiguous": self.ambiguous,
-                "truncated": self.truncated, "answers": self.answers, "alternatives": self.alternatives, "errors": self.errors}
+                "truncated": self.truncated, "answers": self.answers, "alternatives": self.alternatives,
+                "errors": self.errors}
 
 
 def solve_with(chunk_ids: list[str], draft: Draft, ctx: ValidationContext, *, samples: int, stage: str) -> SolveResult:
     """Ask the LLM the question with exactly these chunks as evidence, ``samples`` times."""
     s = ctx.settings
     prompt = render("solvability", draft.lang, evidence=evidence_block(chunk_ids, ctx), question=draft.question)
+    budget = max(s.max_tokens, evidence_answer_budget())
     requests = [
         LLMRequest.chat(
             None, prompt, output=EvidenceAnswer,
-            sampling=Sampling(temperature=s.solvability_temperature, max_tokens=s.max_tokens), sample_index=i,
+            sampling=Sampling(temperature=s.solvability_temperature, max_tokens=budget), sample_index=i,
         )
         for i in range(samples)
     ]
@@ -140,8 +156,10 @@ def solve_with(chunk_ids: list[str], draft: Draft, ctx: ValidationContext, *, sa
         if response.error:
             result.errors.append(response.error)
             continue
+        if response.truncated is not None:  # cut off: no verdict on the question, a figure on the budget
+            result.truncated += 1
+            continue
         result.samples += 1
-        result.truncated += response.truncated is not None
         answer = str(field_of(response, EvidenceAnswer, "answer") or "") if response.parsed is not None else ""
         # an unparsable reply is not a derivation: the sample counts as unsolved
         answers.append(answer)

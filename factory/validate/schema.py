@@ -88,7 +88,8 @@ class SchemaValidator:
 def _echoed(draft: Draft, lang: str) -> list[str]:
     """Fields whose value is one of the prompt's example values (copied, not written)."""
     examples = COMPOSER.json_examples(lang) | COMPOSER.json_examples("en")
-    fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases)}
+    fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases),
+              "steps": [v for step in draft.steps for v in (step.quote, step.finding)]}
     return [name for name, values in fields.items() if any(v.strip().casefold() in examples for v in values)]
 
 

@@ -1,20 +1,30 @@
-"""Broad-query shortcut: the whole question as one query must not already find the evidence.
+"""Broad-query shortcut: the whole question as one query must not hand over what it hides.
 
-Each configured searcher (BM25, dense, hybrid) gets the question verbatim. The draft
-fails when, for any of them, the answer chunk is in the top k, or at least the
-configured share of the support set is. The feedback names the chunks surfaced and
-the question words they share with them: the words to replace by an indirect
-description.
+Each configured searcher (BM25, dense, hybrid) gets the question verbatim, and then its
+keywords: its ``shortcut_keywords`` rarest words (by the index's document frequency,
+leaving out the names it may use), as a solver who searches for them would; rare words
+pasted from a hidden passage into a long question hide from the whole-question query but
+not from this one. By the contract (factory/contract.py) a question may name its seed, so
+finding a seed passage is what a first search should do and no shortcut. The draft fails
+when, for any searcher and either query, the top k holds:
+
+* the answer passage, when the answer passage is hidden (``answer_passage_found``);
+* more than ``shortcut_hidden_share`` of the hidden passages (``hidden_passages_found``);
+* every support passage at once (``all_evidence_found``): one query answers the question.
+
+The feedback names the passages found (the reviser sees them as P-labels) and the
+question's words that lead there: words the passage shares with the question, rare ones
+first, never stop words or words of a name the question may use. Those are what a
+rewrite can change; the support itself stays.
 """
 
 from __future__ import annotations
 
-import math
-
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
 from factory.validate.feedback import say
-from factory.validate.tokens import tokenize
+from factory.validate.leakage import draft_contract
+from factory.validate.tokens import content, tokenize
 
 
 class ShortcutValidator:
@@ -26,62 +36,91 @@ class ShortcutValidator:
         missing = [name for name in s.shortcut_searchers if name not in ctx.searchers]
         if not searchers:
             return skipped(self.name, "no_searcher", f"no searcher among {s.shortcut_searchers} is available")
-        support = list(dict.fromkeys(draft.support_chunk_ids))
-        need = max(1, math.ceil(s.shortcut_support_share * len(support) - 1e-9))  # "at least half" of 3 is 2
+        contract = draft_contract(draft, ctx)
+        support, hidden = list(contract.support), list(contract.hidden_passages)
+        queries = {"question": draft.question}
+        keywords = keyword_query(draft, contract.may_name, ctx, s.shortcut_keywords)
+        if keywords:
+            queries["keywords"] = keywords
         per_searcher: dict[str, dict] = {}
-        failures: list[tuple[str, list[str], bool]] = []
-        for name, searcher in searchers.items():
-            hits = searcher.search(draft.question, s.shortcut_k)
-            top = [h.chunk_id for h in hits[: s.shortcut_k]]
-            found = [c for c in support if c in top]
-            answer_hit = draft.answer_chunk_id in top if draft.answer_chunk_id else False
-            per_searcher[name] = {
-                "support_in_top": len(found),
-                "answer_rank": top.index(draft.answer_chunk_id) + 1 if answer_hit else None,
-                "ranks": {c: top.index(c) + 1 for c in found},
-            }
-            if answer_hit or len(found) >= need:
-                failures.append((name, found, answer_hit))
-        figures = {"k": s.shortcut_k, "support": len(support), "need": need, "searchers": per_searcher}
+        failures: list[tuple[str, str, list[str]]] = []  # (searcher[/query], reason, passages that gave it away)
+        for query_name, query in queries.items():
+            for name, searcher in searchers.items():
+                label = name if query_name == "question" else f"{name}/{query_name}"
+                top = [h.chunk_id for h in searcher.search(query, s.shortcut_k)[: s.shortcut_k]]
+                ranks = {c: top.index(c) + 1 for c in support if c in top}
+                found_hidden = [c for c in hidden if c in top]
+                per_searcher[label] = {"ranks": ranks, "support_in_top": len(ranks),
+                                       "hidden_in_top": len(found_hidden),
+                                       "answer_rank": ranks.get(contract.answer_passage or "")}
+                if contract.answer_is_hidden() and contract.answer_passage in top:
+                    failures.append((label, "answer_passage_found", [contract.answer_passage]))
+                elif hidden and len(found_hidden) / len(hidden) > s.shortcut_hidden_share:
+                    failures.append((label, "hidden_passages_found", found_hidden))
+                elif support and len(ranks) == len(support):
+                    failures.append((label, "all_evidence_found", support))
+        figures = {"k": s.shortcut_k, "support": len(support), "seed_passages": list(contract.seed_passages),
+                   "hidden_passages": hidden, "hidden_share": s.shortcut_hidden_share, "keywords": keywords,
+                   "searchers": per_searcher}
         if missing:
             figures["missing_searchers"] = missing
         if not failures:
             return verdict(self.name, True, **figures)
-        surfaced = list(dict.fromkeys(c for _, found, _ in failures for c in found))
-        terms = self._shared_terms(draft, surfaced, ctx)
-        titles = ctx.chunks.titles(surfaced)
-        chunk_list = ", ".join(f"{c} ({titles[c]})" if titles.get(c) else c for c in surfaced)
+        order = ("answer_passage_found", "hidden_passages_found", "all_evidence_found")
+        reason = min((r for _, r, _ in failures), key=order.index)
+        surfaced = list(dict.fromkeys(c for _, _, chunks in failures for c in chunks))
+        terms = rare_shared_terms(draft, surfaced, contract.may_name, ctx)
         lang = draft.lang
-        which = "; ".join(
-            say(lang, "shortcut_item", searcher=name, found=len(found), support=len(support), k=s.shortcut_k,
-                answer=say(lang, "shortcut_answer") if answer_hit else "")
-            for name, found, answer_hit in failures
-        )
+        which = "; ".join(say(lang, f"shortcut_{r}_item", searcher=name, chunks=", ".join(
+            f"{c} ({per_searcher[name]['ranks'].get(c)})" for c in chunks if c in per_searcher[name]["ranks"]),
+            k=s.shortcut_k) for name, r, chunks in failures)
         words = ", ".join(f'"{w}"' for w in terms) or say(lang, "shortcut_no_terms")
-        feedback = say(lang, "shortcut", which=which, chunks=chunk_list, words=words)
-        figures["surfaced"] = surfaced
-        figures["terms"] = terms
-        reason = "answer_chunk_in_top_k" if any(hit for _, _, hit in failures) else "support_in_top_k"
+        advice = say(lang, "shortcut_advice_all" if reason == "all_evidence_found" and not hidden else "shortcut_advice")
+        feedback = say(lang, "shortcut", which=which, words=words, advice=advice)
+        if any("/keywords" in name for name, _, _ in failures):
+            feedback += " " + say(lang, "shortcut_keywords", words=keywords)
+        figures.update(surfaced=surfaced, terms=terms)
         return verdict(self.name, False, reason, feedback, **figures)
 
-    @staticmethod
-    def _shared_terms(draft: Draft, chunk_ids: list[str], ctx: ValidationContext, limit: int = 8) -> list[str]:
-        """Question words (as written) that a surfaced chunk shares, compared as the index's
-        own analyser sees them (so 'which' counts when the index keeps it)."""
-        texts = ctx.chunks.texts(chunk_ids)
-        analyzer = next((getattr(s, "analyzer", None) for s in ctx.searchers.values()
-                         if callable(getattr(s, "analyzer", None))), None)
-        if analyzer is not None:
-            def terms(text: str) -> set[str]:
-                return set(analyzer(text))
-        else:
-            def terms(text: str) -> set[str]:
-                return {k for t in tokenize(text, draft.lang) for k in (t.stem, t.lemma)}
-        keys: set[str] = set()
-        for text in texts.values():
-            keys |= terms(text)
-        out: list[str] = []
-        for token in tokenize(draft.question, draft.lang):
-            if terms(token.surface) & keys and token.surface not in out:
-                out.append(token.surface)
-        return out[:limit]
+
+def keyword_query(draft: Draft, allowed_names: tuple[str, ...], ctx: ValidationContext, n: int) -> str:
+    """The question's ``n`` rarest words (by the BM25 index's document frequency), as a solver
+    who searches for its keywords would; words of a name the question may use are left out
+    (searching those is expected). Empty without a BM25 searcher or with fewer than two."""
+    bm25 = ctx.searchers.get("bm25")
+    if n < 2 or bm25 is None or not hasattr(bm25, "doc_freq"):
+        return ""
+    lang = draft.lang
+    allowed = {k for name in allowed_names for t in tokenize(name, lang) for k in (t.lemma, t.stem)}
+    seen: set[str] = set()
+    ranked: list[tuple[int, int, str]] = []
+    for position, token in enumerate(content(tokenize(draft.question, lang))):
+        if token.lemma in allowed or token.stem in allowed or token.lemma in seen:
+            continue
+        seen.add(token.lemma)
+        df = bm25.doc_freq(token.surface)
+        if df:
+            ranked.append((df, position, token.surface))
+    rarest = sorted(ranked)[:n]
+    return " ".join(word for _, _, word in sorted(rarest, key=lambda r: r[1])) if len(rarest) >= 2 else ""
+
+
+def rare_shared_terms(draft: Draft, chunk_ids: list[str], allowed_names: tuple[str, ...], ctx: ValidationContext,
+                      limit: int = 6) -> list[str]:
+    """Question words (as written) that the passages share and a rewrite can replace, rarest
+    first: no stop words, nothing of a name the question may use; words the corpus writes in
+    lower case (ordinary vocabulary) come after the rest."""
+    lang = draft.lang
+    lexicon = ctx.get_lexicon()
+    passage_keys: set[str] = set()
+    for text in ctx.chunks.texts(chunk_ids).values():
+        passage_keys |= {k for t in tokenize(text, lang) for k in (t.lemma, t.stem)}
+    allowed = {k for name in allowed_names for t in tokenize(name, lang) for k in (t.lemma, t.stem)}
+    rare: list[str] = []
+    ordinary: list[str] = []
+    for token in content(tokenize(draft.question, lang)):
+        if token.lemma in allowed or token.stem in allowed:
+            continue
+        if (token.lemma in passage_keys or token.stem in passage_keys) and token.surface not in rare + ordinary:
+            (ordinary if lexicon.is_common(token) else rare).append(token.surface)
+    return (rare + ordinary)[:limit]

@@ -16,6 +16,8 @@ class SolvabilityValidator:
         s = ctx.settings
         result = solve_with(list(draft.support_chunk_ids), draft, ctx, samples=s.solvability_samples, stage=self.name)
         figures = result.figures()
+        if result.samples == 0 and result.truncated:
+            return verdict(self.name, False, "truncated", "", **figures)
         if result.samples == 0:
             return verdict(self.name, False, "llm_error", "", **figures)
         if not result.majority(s.solvability_min_share):

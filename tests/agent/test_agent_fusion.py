@@ -90,9 +90,17 @@ def hard_script(p):
     ]
 
 
+def test_difficulty_by_default_a_round_one_solve_needs_fewer_searches_than_passages_to_be_easy(searcher):
+    """Five targeted searches that find two passages are what a two-hop question asks for."""
+    llm = make_policy_llm({0: easy_script("json"), 1: easy_script("json")})
+    report = DifficultyChecker(searcher, llm, settings_with(concurrency=2)).check(
+        "Q?", ["en_place_001_0", "en_river_ashkel_0"], item_id="d0")
+    assert report.first_round_recall == 1.0 and report.easy_rollouts == 0 and not report.too_easy
+
+
 def test_difficulty_too_easy_when_round_one_finds_everything(searcher, store):
     llm = make_policy_llm({0: easy_script("json"), 1: easy_script("json")})
-    checker = DifficultyChecker(searcher, llm, settings_with(concurrency=2), store=store)
+    checker = DifficultyChecker(searcher, llm, settings_with(concurrency=2, easy_max_searches=5), store=store)
     report = checker.check("Q?", ["en_place_001_0", "en_river_ashkel_0"], item_id="d1")
     assert report.rollouts == 2 and report.easy_rollouts == 2 and report.too_easy
     assert report.recall == 1.0 and report.first_round_recall == 1.0 and report.rounds == 1.0
@@ -117,8 +125,10 @@ def test_difficulty_rules_are_configurable(searcher):
     llm = make_policy_llm({0: easy_script("json"), 1: easy_script("json")})
     assert not DifficultyChecker(searcher, llm, strict).check("Q?", gold, "d3").too_easy
     mixed = make_policy_llm({0: easy_script("json"), 1: hard_script("json")})
-    report = DifficultyChecker(searcher, mixed, settings_with(easy_share=0.5)).check("Q?", gold, "d4")
+    report = DifficultyChecker(searcher, mixed, settings_with(easy_share=0.5, easy_max_searches=5)).check(
+        "Q?", gold, "d4")
     assert report.easy_rollouts == 1 and report.too_easy
     mixed = make_policy_llm({0: easy_script("json"), 1: hard_script("json")})
-    report = DifficultyChecker(searcher, mixed, settings_with(easy_share=0.75)).check("Q?", gold, "d5")
+    report = DifficultyChecker(searcher, mixed, settings_with(easy_share=0.75, easy_max_searches=5)).check(
+        "Q?", gold, "d5")
     assert report.easy_rollouts == 1 and not report.too_easy

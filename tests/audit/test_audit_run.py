@@ -74,14 +74,15 @@ def test_retrieval_only_audit(tmp_path):
     assert any("closed_book did not run on any question: no_llm" in n for n in summary["notes"])
     assert summary["overall"]["flagged"] == sum(1 for i in items.values() if i.flagged)
     funnel = summary["funnel"]
-    assert [r["validator"] for r in funnel][:3] == ["schema", "leakage", "shortcut"]
+    assert [r["validator"] for r in funnel][:4] == ["schema", "answerable", "leakage", "shortcut"]
     assert all(a["remaining"] == b["entered"] for a, b in zip(funnel, funnel[1:]))
 
     lines = [json.loads(line) for line in (tmp_path / "out" / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["qid"] for r in lines] == ["q1", "q2", "q3", "q4", "q5"]
     assert lines[0]["verdicts"]["shortcut"]["status"] == "flag" and lines[0]["best_rank"] == 1
-    assert set(lines[0]["verdicts"]) == {"schema", "leakage", "shortcut", "closed_book", "solvability", "necessity",
-                                         "agent_run"}
+    assert set(lines[0]["verdicts"]) == {"schema", "answerable", "leakage", "shortcut", "closed_book", "solvability",
+                                         "necessity", "agent_run"}
+    assert lines[0]["verdicts"]["answerable"]["reason"] == "no_steps"  # a benchmark's tasks carry no steps
     card = (tmp_path / "out" / "card.md").read_text(encoding="utf-8")
     assert "## Funnel" in card and "## Worst examples" in card and "**q1**" in card
     assert (tmp_path / "out" / "card.html").read_text(encoding="utf-8").startswith("<!doctype html>")
@@ -97,7 +98,7 @@ def test_rows_in_the_store(tmp_path):
     assert chunks[0] == {"chunk_id": "d1_0", "doc_id": "d1", "n": 0} and chunks[1]["n"] == 1  # the benchmark's ids
     rows = store.query("SELECT qid, validator, status, reason FROM audit_verdicts WHERE audit_id = ? ORDER BY qid, step",
                        [result.audit_id])
-    assert len(rows) == 5 * 7
+    assert len(rows) == 5 * 8
     flags = store.query("SELECT qid, validator FROM audit_flags WHERE audit_id = ?", [result.audit_id])
     assert ("q1", "shortcut") in {(r["qid"], r["validator"]) for r in flags}
     summary = {r["validator"]: r for r in store.query(

@@ -36,26 +36,29 @@ def _sheet() -> FactSheet:
              paraphrase="Город на Неве заложил Пётр I в 1703 году."),
         Fact(chunk_id="spb_0", statement="В 1914 году город переименовали в Петроград.",
              paraphrase="С 1914 года город носил имя Петроград."),
-    ])
+    ], passages={"peter_0": "Пётр I основал Санкт-Петербург в 1703 году.",
+                 "spb_0": "В 1914 году город переименовали в Петроград."})
 
 
 @pytest.mark.slow
 def test_russian_compose_and_revise_over_http(store):
     sheet = _sheet()
     spec = load_taxonomy().spec(sheet.subgraph.cell)
-    with llamacpp_server(SMOLLM2.path(), alias="smollm2-135m", threads=1, context_tokens=4096) as url:
+    with llamacpp_server(SMOLLM2.path(), alias="smollm2-135m", threads=1, context_tokens=8192) as url:
         backend = make_llm(f"openai+llamacpp:{url}#smollm2-135m?retries=1", LLMSettings(timeout_s=300))
         gateway = Gateway(backend, store, stage_default="compose")
         draft = compose(sheet, spec, gateway, "ru", "http-ru", max_tokens=160)
-        revised = revise(draft, [Verdict(ok=False, validator="leakage", feedback="В вопросе названо «Петроград».")],
+        revised = revise([(draft, [Verdict(ok=False, validator="leakage", feedback="В вопросе названо «Петроград».")])],
                          sheet, spec, gateway, "ru", max_tokens=160)
     for one, attempt in ((draft, 0), (revised, 1)):
         assert one.lang == "ru" and one.attempt == attempt
         # either a parsed draft or a recorded parse failure with the raw text: never an exception
         assert (one.parse_error is None and one.question) or (one.parse_error and one.raw is not None)
+        # 160 tokens cannot hold the steps: the cut-off answer is recorded as truncated, not as a wrong one
+        assert one.parse_error is None or one.parse_error.startswith("truncated") or "JSON" in one.parse_error
     rows = store.query("SELECT stage, ok, backend, request FROM llm_calls ORDER BY _written_at")
     assert [r["stage"] for r in rows] == ["compose", "revise"]
     assert all(r["backend"] == "openai" for r in rows)
     sent = json.loads(rows[0]["request"]) if isinstance(rows[0]["request"], str) else rows[0]["request"]
     text = json.dumps(sent, ensure_ascii=False)
-    assert "Какой нужен вопрос" in text and "Скрыто" in text and "С 1914 года город носил имя Петроград" in text
+    assert "Тип вопроса" in text and "Скрыто" in text and "С 1914 года город носил имя Петроград" in text

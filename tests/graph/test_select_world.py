@@ -127,7 +127,8 @@ def doc_of(chunk_id: str) -> str:
 
 
 TAX = load_taxonomy()
-SMALL = SelectorParams(bridge_max_df=4, answer_max_df=50)
+# a toy encyclopedia: every entity has its article, so articles' subjects may be answers here
+SMALL = SelectorParams(bridge_max_df=4, answer_max_df=50, article_answers=True)
 
 
 @pytest.mark.parametrize("answer_type", ["person", "place", "organisation", "date", "number"])
@@ -183,7 +184,8 @@ def test_three_hop_chain_added_as_data(world, tmp_path):
     ok = 0
     for seed in range(30):
         try:
-            sub = select_subgraph(world, cell, "en", random.Random(seed), taxonomy=taxonomy)
+            sub = select_subgraph(world, cell, "en", random.Random(seed), taxonomy=taxonomy,
+                                  params=SelectorParams(article_answers=True))
         except NoSubgraph:
             continue
         ok += 1

@@ -66,7 +66,7 @@ def test_obeyed_injections_cannot_accept_skip_or_write(hostile_world: dict, tmp_
     payload_drafts = store.query("SELECT d.draft_id, c.status, c.validator, c.reason FROM drafts d "
                                  "JOIN candidates c USING (candidate_id) WHERE d.answer = ?", [PAYLOAD])
     assert payload_drafts, "no draft took the injected answer"
-    claimed = store.query("SELECT count(*) AS n FROM drafts WHERE list_contains(reasoning_steps, ?)",
+    claimed = store.query("SELECT count(*) AS n FROM drafts WHERE contains(CAST(steps AS VARCHAR), ?)",
                           ["skip: leakage, shortcut, closed_book, solvability, necessity"])[0]["n"]
     assert claimed >= 1  # the claims were written: as data, into the draft's own free text
 

@@ -242,8 +242,8 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
             "empty_question": {"question": "  "},
             "empty_answer": {"answer": ""},
             # what the embedded model wrote: an instruction instead of a question, the prompt's example alias
-            "prompt_echo": {"answer_aliases": [{"en": "other ways to write the answer",
-                                                "ru": "другие написания ответа"}[lang]]},
+            "prompt_echo": {"answer_aliases": [{"en": "what this step establishes",
+                                                "ru": "что устанавливает этот шаг"}[lang]]},
             "vague_question": {"question": {"en": "Combine the clues.", "ru": "Соедините подсказки."}[lang]},
             "ungrounded": {"question": {"en": "Which quiet thing did the old friendly neighbour eventually prefer?",
                                         "ru": "Что в итоге предпочёл тихий старый дружелюбный сосед?"}[lang]},
@@ -255,15 +255,16 @@ def schema_cases(lang: str, n: int, seed: int = 2) -> list[Case]:
 
 
 def shortcut_cases(lang: str, n: int, seed: int = 3) -> list[Case]:
-    """Questions made of the evidence's own words: the answer chunk's opening sentence."""
+    """Questions made of the hidden evidence's own words: a sentence of the answer chunk (the
+    start chunk's words are no defect: the question may name the start and find its passage)."""
     rng = random.Random(seed)
     found = list(chains(lang))  # a copy: chains() is cached and shuffled below
     rng.shuffle(found)
     lead = {"en": "Which {c} fits this description: {s}", "ru": "Какой объект типа «{c}» подходит под описание: {s}"}
     cases = []
     for i, (a, b, c) in enumerate(itertools.islice(itertools.cycle(found), n)):
-        source = b if i % 2 == 0 else a
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", source.text) if len(s.split()) >= 8]
+        source = b
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", source.text) if len(s.split()) >= 8] or [source.text]
         sentence = sentences[i % len(sentences)] if i % 3 else sentences[0]
         question = lead[lang].format(c=c.kind, s=sentence.rstrip("."))
         cases.append(Case(_draft(lang, a, b, c, question, 2000 + i), "shortcut", [a.name]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from factory.records import Hit, Verdict
+from factory.records import Hit, Subgraph, Verdict
 from factory.settings import ValidateSettings
 from factory.validate.gauntlet import UnknownValidator, build_validators, run_gauntlet
 from factory.validate.schema import SchemaValidator
@@ -63,35 +63,81 @@ def test_gauntlet_turns_a_crash_into_a_verdict():
 
 def test_build_validators_in_settings_order_and_unknown_names():
     names = [v.name for v in build_validators(ValidateSettings().order)]
-    assert names == ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"]
+    assert names == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
+                     "agent_run"]
     with pytest.raises(UnknownValidator):
         build_validators(["schema", "vibes"])
 
 
-def test_shortcut_rule_any_searcher_answer_chunk_or_half_support():
+def _chain(draft, seeds):
+    """The draft's subgraph as a selector records it: start passage(s) reached from the named seed."""
+    roles = {c: "start" if c in seeds else "answer" for c in draft.support_chunk_ids}
+    return Subgraph(cell=draft.cell, lang=draft.lang, chunk_ids=list(draft.support_chunk_ids), roles=roles,
+                    seed_chunk_ids=list(seeds))
+
+
+def test_shortcut_by_the_contract_seed_passages_may_surface_hidden_ones_may_not():
     draft = clean_cases("en", 1)[0].draft  # support [A, B], answer chunk B
     a, b = draft.support_chunk_ids
     filler = [f"x{i}" for i in range(20)]
     quiet = ListSearcher("bm25", filler)
-    ok = ShortcutValidator().check(draft, _ctx(searchers={"bm25": quiet, "dense": quiet, "hybrid": quiet}))
+    chain = _chain(draft, [a])
+
+    def check(settings=None, **searchers):
+        ctx = _ctx(searchers=searchers, **({"settings": settings} if settings else {}))
+        return ShortcutValidator().check(draft, ctx.for_item("d", chain))
+
+    ok = check(bm25=quiet, dense=quiet, hybrid=quiet)
     assert ok.ok and quiet.queries == [draft.question] * 3  # the whole question, verbatim, to each
+    assert ok.figures["seed_passages"] == [a] and ok.figures["hidden_passages"] == [b]
 
-    answer_late = ListSearcher("dense", filler[:9] + [b])  # answer chunk at rank 10: inside top 10
-    verdict = ShortcutValidator().check(draft, _ctx(searchers={"bm25": quiet, "dense": answer_late}))
-    assert not verdict.ok and verdict.reason == "answer_chunk_in_top_k"
+    # the start passage, found because the question names its entity, is no shortcut
+    assert check(hybrid=ListSearcher("hybrid", [a] + filler)).ok
+
+    answer_late = ListSearcher("dense", filler[:9] + [b])  # the hidden answer passage at rank 10: inside top 10
+    verdict = check(bm25=quiet, dense=answer_late)
+    assert not verdict.ok and verdict.reason == "answer_passage_found"
     assert verdict.figures["searchers"]["dense"]["answer_rank"] == 10 and "dense" in verdict.feedback
+    assert check(dense=ListSearcher("dense", filler[:10] + [b])).ok  # rank 11: outside
+    assert check(ValidateSettings(shortcut_k=5), dense=answer_late).ok
 
-    beyond = ListSearcher("dense", filler[:10] + [b])  # rank 11: outside
-    assert ShortcutValidator().check(draft, _ctx(searchers={"dense": beyond})).ok
+    # a chain of three: the answer passage stays hidden; one of two hidden passages is not "most"
+    c = "hop_0"
+    longer = draft.model_copy(update={"support_chunk_ids": [a, c, b]})
+    sub = Subgraph(cell=draft.cell, lang="en", chunk_ids=[a, c, b], roles={a: "start", c: "hop", b: "answer"},
+                   seed_chunk_ids=[a])
+    hop = ListSearcher("hybrid", [c] + filler)
+    assert ShortcutValidator().check(longer, _ctx(searchers={"hybrid": hop}).for_item("d", sub)).ok
+    stricter = _ctx(searchers={"hybrid": hop}, settings=ValidateSettings(shortcut_hidden_share=0.4))
+    verdict = ShortcutValidator().check(longer, stricter.for_item("d", sub))
+    assert not verdict.ok and verdict.reason == "hidden_passages_found"
 
-    half = ListSearcher("hybrid", [a] + filler)  # 1 of 2 support chunks = half
-    verdict = ShortcutValidator().check(draft, _ctx(searchers={"hybrid": half}))
-    assert not verdict.ok and verdict.reason == "support_in_top_k"
 
-    strict = _ctx(searchers={"hybrid": half}, settings=ValidateSettings(shortcut_support_share=0.75))
-    assert ShortcutValidator().check(draft, strict).ok  # 1 of 2 < 75%
-    small_k = _ctx(searchers={"dense": answer_late}, settings=ValidateSettings(shortcut_k=5))
-    assert ShortcutValidator().check(draft, small_k).ok
+def test_a_question_whose_one_query_finds_all_its_evidence_is_a_shortcut_always():
+    draft = clean_cases("en", 1)[0].draft
+    a, b = draft.support_chunk_ids
+    both_seeds = _chain(draft, [a, b])  # an intersection naming both of its clues
+    everything = ListSearcher("bm25", [b, a])
+    verdict = ShortcutValidator().check(draft, _ctx(searchers={"bm25": everything}).for_item("d", both_seeds))
+    assert not verdict.ok and verdict.reason == "all_evidence_found"
+    assert "Name fewer of the entities you may name" in verdict.feedback
+
+
+def test_without_roles_a_passage_is_a_seed_only_when_the_question_names_its_title():
+    draft = clean_cases("en", 1)[0].draft
+    a, b = draft.support_chunk_ids
+    texts = chunk_texts("en")
+    title = texts[a][0]  # each fixture article is its entity; the clean question names A
+    ctx = _ctx(searchers={"bm25": ListSearcher("bm25", [a] + [f"x{i}" for i in range(20)])})
+    assert title in draft.question
+    verdict = ShortcutValidator().check(draft.model_copy(update={"answer_chunk_id": None}), ctx)
+    assert verdict.ok and verdict.figures["seed_passages"] == [a] and verdict.figures["hidden_passages"] == [b]
+    unnamed = draft.model_copy(update={"question": draft.question.replace(title, "an old place")})
+    verdict = ShortcutValidator().check(unnamed, ctx)
+    assert verdict.figures["seed_passages"] == [] and verdict.figures["hidden_passages"] == [a, b]
+    assert verdict.ok  # A is hidden now and found: one of two hidden passages is not "most"
+    both = _ctx(searchers={"bm25": ListSearcher("bm25", [a, b])})
+    assert ShortcutValidator().check(unnamed, both).reason == "answer_passage_found"
 
 
 def test_shortcut_without_searchers_is_skipped_not_passed():
@@ -140,7 +186,7 @@ def test_schema_single_hop_mechanics_may_have_one_chunk():
     [
         ({"question": "Combine the clues."}, "question_too_short"),
         ({"question": "Which quiet thing did the old friendly neighbour eventually prefer?"}, "question_ungrounded"),
-        ({"answer_aliases": ["other ways to write the answer"]}, "prompt_echo"),
+        ({"answer_aliases": ["what this step establishes"]}, "prompt_echo"),
         ({"question": "..."}, "prompt_echo"),
         ({"answer_aliases": ["the flood that moved the furnaces of the ironworks to higher ground"]}, "alias_too_long"),
     ],

@@ -80,18 +80,31 @@ def test_closed_book_planted_trivial_facts(lang):
 
 def test_closed_book_samples_are_distinct_requests_and_raw_text_counts():
     case = clean_cases("en", 1)[0]
-    llm = FakeLLM(script=["no idea", "no idea", f"It must be {case.draft.answer}, surely"])
+    llm = FakeLLM(script=["no idea", f"It must be {case.draft.answer}, surely", f"Surely {case.draft.answer}"])
     ctx = _contexts("en", llm, closed_book_samples=3)
     verdict = ClosedBookValidator().check(case.draft, ctx)
     assert [r.sample_index for r in llm.requests] == [0, 1, 2]
     assert len({r.key() for r in llm.requests}) == 3  # three cache keys, three real samples
-    assert not verdict.ok and verdict.figures["hits"] == 1  # an unparsable reply is matched on its text
+    assert [r.sampling.temperature for r in llm.requests] == [0.0, 0.7, 0.7]  # the first greedy
+    assert not verdict.ok and verdict.figures["hits"] == 2  # an unparsable reply is matched on its text
 
 
-def test_closed_book_tolerance_and_errors():
+def test_closed_book_tolerance_greedy_hit_partial_guess_and_errors():
     case = clean_cases("en", 1)[0]
-    one_hit = FakeLLM(script=[{"answer": case.draft.answer}, {"answer": "x"}, {"answer": "y"}])
-    assert ClosedBookValidator().check(case.draft, _contexts("en", one_hit, closed_book_max_hits=1)).ok
+    answer = case.draft.answer
+    lucky = FakeLLM(script=[{"answer": "x"}, {"answer": answer}, {"answer": "y"}])  # one sampled guess is luck
+    assert ClosedBookValidator().check(case.draft, _contexts("en", lucky)).ok
+    greedy = FakeLLM(script=[{"answer": answer}, {"answer": "x"}, {"answer": "y"}])  # its own best answer knows it
+    verdict = ClosedBookValidator().check(case.draft, _contexts("en", greedy))
+    assert not verdict.ok and verdict.figures["greedy_hit"]
+    strict = FakeLLM(script=[{"answer": "x"}, {"answer": answer}, {"answer": "y"}])
+    assert not ClosedBookValidator().check(case.draft, _contexts("en", strict, closed_book_max_hits=0)).ok
+    person = clean_cases("en", 300, seed=3)
+    two_words = next(c for c in person if len(c.draft.answer.split()) >= 2)
+    last = two_words.draft.answer.split()[-1]
+    part = FakeLLM(default={"answer": last})  # 'Smith' for 'John Smith': a guess at part of it, not a hit
+    verdict = ClosedBookValidator().check(two_words.draft, _contexts("en", part))
+    assert verdict.ok and verdict.figures["matches"] == ["partial"] * 3
     failing = FakeLLM(default=LLMResponse(error="connection refused"))
     verdict = ClosedBookValidator().check(case.draft, _contexts("en", failing))
     assert not verdict.ok and verdict.reason == "llm_error" and not verdict.skipped

@@ -8,6 +8,7 @@ thousand list and set operations (milliseconds) rather than SQL round trips.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -26,6 +27,7 @@ from factory.records import Cell, Subgraph
 # and "other" is mostly nationalities and adjectives (NORP): weak links, so not a bridge
 VALUE_LABELS = frozenset({"date", "number"})
 NAMED_LABELS = frozenset({"person", "organization", "location", "work", "event"})
+HUB_FLOOR = 10
 _YEAR = re.compile(r"\b\d{3,4}\b")
 _DIGIT = re.compile(r"\d")
 
@@ -50,8 +52,12 @@ class SelectorParams(BaseModel):
     candidates: int = Field(3, ge=2, le=5, description="candidates to compare")
     bridge_min_df: int = Field(2, ge=2, description="a bridge must occur in at least this many documents")
     bridge_max_df: int = Field(60, ge=2, description="... and at most this many (more = a hub)")
-    answer_max_df: int = Field(400, ge=1, description="answers more frequent than this are too guessable")
+    answer_max_df: int = Field(30, ge=1, description="answers in more documents are hubs a model knows (China, Earth, Москва)")
+    article_answers: bool = Field(False, description="in a corpus of articles, may an entity with an article of its "
+                                  "own be an answer (a model has read about it)?")
     max_chunks: int = Field(5, ge=2, description="support chunks at most")
+    bridge_max_share: float = Field(0.02, gt=0, le=1, description="... and in at most this share of the corpus's "
+                                    "documents (a small corpus's hubs: Китай, YouTube in 900 news texts)")
     max_tries: int = Field(400, ge=1)
     best_of: int = Field(6, ge=1, description="valid subgraphs drawn per selection; the best scored is kept")
 
@@ -69,6 +75,7 @@ class SelectionIndex:
     ent_chunks: list[tuple[int, ...]]
     ent_df: list[int]
     chunk_about: list[int] = field(default_factory=list)  # entity the chunk's document is about, or -1
+    common_words: frozenset[str] = frozenset()  # lemmas/stems the corpus writes in lower case (Lexicon)
     loaded_s: float = 0.0
     source: str = ""
     _key_pos: dict[str, int] = field(default_factory=dict, repr=False)
@@ -113,12 +120,42 @@ class SelectionIndex:
             found = self._pools[name] = build()
         return found
 
+    @property
+    def n_docs(self) -> int:
+        return (max(self.chunk_doc) + 1) if self.chunk_doc else 0
+
+    def bridge_max_df(self, params: SelectorParams) -> int:
+        """The hub bound: the absolute one, or the share of this corpus's documents if lower
+        (never below HUB_FLOOR documents: in a tiny corpus every link is a few documents wide)."""
+        share = max(HUB_FLOOR, math.ceil(params.bridge_max_share * self.n_docs))
+        return max(params.bridge_min_df + 1, min(params.bridge_max_df, share))
+
     def bridge_pool(self, params: SelectorParams) -> list[int]:
-        lo, hi = params.bridge_min_df, params.bridge_max_df
+        lo, hi = params.bridge_min_df, self.bridge_max_df(params)
         return self.pool(
             ("bridge", lo, hi),
-            lambda: [e for e, lab in enumerate(self.ent_label) if lab in NAMED_LABELS and lo <= self.ent_df[e] <= hi],
+            lambda: [e for e, lab in enumerate(self.ent_label)
+                     if lab in NAMED_LABELS and lo <= self.ent_df[e] <= hi and self.nameworthy(e)],
         )
+
+    def nameworthy(self, e: int) -> bool:
+        """Can the entity carry a question: a whole name that picks out one thing? Not a span the
+        NER cut short ('the Book of'), not a lone first name ('Людмила': two people in one
+        corpus), not a name made of ordinary words only ('Совет', 'Центральный комитет')."""
+        memo = self.memo.setdefault(("nameworthy",), {})
+        found = memo.get(e)
+        if found is None:
+            forms = [self.ent_keys[e], *self.ent_aliases[e]]  # a person is known by a full name somewhere
+            found = memo[e] = _nameworthy(self.ent_name[e], self.ent_label[e], self.lang, forms, self.common_words)
+        return found
+
+    def article_subjects(self) -> frozenset[int]:
+        """Entities that have an article of their own in the corpus (a chunk about them)."""
+        key = ("article-subjects",)
+        found = self._sets.get(key)
+        if found is None:
+            found = self._sets[key] = frozenset(a for a in self.chunk_about if a >= 0)
+        return found
 
     def about(self, chunk: int) -> int:
         """The entity whose article the chunk belongs to (title = its name), or -1."""
@@ -220,6 +257,36 @@ FROM counted GROUP BY ekey
 """
 
 
+def _nameworthy(name: str, label: str, lang: str, forms: list[str], common: frozenset[str]) -> bool:
+    from factory.validate.tokens import Lexicon, content, tokenize
+
+    if label not in NAMED_LABELS:
+        return True  # values ('1834') are judged by good_value
+    if name.count('"') % 2 or name.count("(") != name.count(")") or name.count("«") != name.count("»"):
+        return False  # a span the NER cut inside quotes or brackets ('the "City of Lakes')
+    tokens = [t for t in tokenize(name, lang) if t.number is None]
+    if not tokens or tokens[-1].stop:  # 'the Greek Revolution of'
+        return False
+    if label == "person" and all(len(tokenize(f, lang)) < 2 for f in [name, *forms]):
+        return False
+    words = content(tokens)
+    lexicon = Lexicon(common)
+    return not (words and all(lexicon.is_common(t) for t in words))  # 'Golden Age', 'Совет', 'Центральный комитет'
+
+
+def _common_words(store: Any, lang: str, limit: int = 20_000) -> frozenset[str]:
+    """The corpus's ordinary vocabulary from a sample of its chunks (the leakage check's Lexicon)."""
+    from factory.validate.tokens import Lexicon
+
+    con = store.connect()
+    try:
+        texts = [r[0] or "" for r in con.execute(
+            "SELECT text FROM chunks WHERE lang = ? ORDER BY chunk_id LIMIT ?", [lang, limit]).fetchall()]
+    finally:
+        con.close()
+    return frozenset(Lexicon.from_texts(texts, lang).common)
+
+
 def _plain(text: str) -> str:
     text = text.casefold().strip()
     for article in ("the ", "a ", "an "):
@@ -314,6 +381,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_chunks=[tuple(x) for x in ent_chunks],
         ent_df=ent_df,
         chunk_about=chunk_about,
+        common_words=_common_words(store, lang),
         loaded_s=time.perf_counter() - start,
         source=source,
     )
@@ -393,5 +461,8 @@ def make_subgraph(
         bridge_entities=[ix.ent_keys[e] for e in bridges],
         constraint_entities=[ix.ent_keys[e] for e in constraints],
         roles={ix.chunk_ids[c]: role for c, role in zip(chunks, roles)},
+        # reached by searching for what the question may name: finding them is no shortcut
+        seed_chunk_ids=[ix.chunk_ids[c] for c in chunks
+                        if ix.about(c) in constraints or any(x in ix.chunk_ents[c] for x in constraints)],
         figures=figures,
     )

@@ -33,6 +33,9 @@ from factory.records import Cell, Subgraph
 
 Need = Callable[[int], bool]
 VALUE_KINDS = ("date", "number")
+# years between two dated events is always a question; two numbers from two documents (a
+# species count and a population) almost never combine into one
+CALCULATION_KINDS = ("date",)
 
 
 def _bridge_pool(ix: SelectionIndex, params: SelectorParams, need_name: str, need: Need | None) -> list[int]:
@@ -52,13 +55,22 @@ def has_value(ix: SelectionIndex, kind: str) -> Need:
     return lambda c: any(ix.ent_label[e] == kind and ix.good_value(e) for e in ix.chunk_ents[c])
 
 
-def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorParams) -> list[int]:
+def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorParams, *,
+                with_articles: bool = False) -> list[int]:
+    """Answers of the cell's type that a question can hide: no hubs, no "other" entities
+    (nationalities, languages, products: guessable or unverifiable), whole names
+    (``nameworthy``), values only with digits. In a corpus of articles an entity with an
+    article of its own is one a model has read about, so it is no answer unless
+    ``with_articles`` (a comparison's candidates need their own articles for their values)."""
+    skip = ix.about_coverage() >= 0.2 and not (with_articles or params.article_answers)
+    famous = ix.article_subjects() if skip else frozenset()
+
     def build() -> list[int]:
         return [e for e, lab in enumerate(ix.ent_label)
-                if lab in labels and ix.ent_df[e] <= params.answer_max_df
-                and (lab in NAMED_LABELS or lab == "other" or ix.good_value(e))]
+                if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous
+                and ((lab in NAMED_LABELS and ix.nameworthy(e)) or (lab in VALUE_KINDS and ix.good_value(e)))]
 
-    return ix.pool(("answer", labels, params.answer_max_df), build)
+    return ix.pool(("answer", labels, params.answer_max_df, bool(famous)), build)
 
 
 def _prefer_articles(ix: SelectionIndex, chunks: list[int], entity: int) -> list[int]:
@@ -138,7 +150,8 @@ def _start(ix: SelectionIndex, rng: random.Random, path: list[int], bridges: lis
         e for e in ix.chunk_ents[path[0]]
         # "not blocked" first: isdisjoint walks the whole tuple even for an empty set, and a
         # common entity's chunks are 100k+ at 1M chunks (most of a calculation's 60-90 ms)
-        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and (not blocked or blocked.isdisjoint(ix.ent_chunks[e]))
+        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and ix.nameworthy(e)
+        and (not blocked or blocked.isdisjoint(ix.ent_chunks[e]))
         and not any(ix.related(e, h) for h in hidden)
     ]
     if not options:
@@ -221,13 +234,13 @@ def select_calculation(ix: SelectionIndex, cell: Cell, labels: frozenset[str], p
     """Two (or more) linked chunks from different documents, each holding a usable value of
     one kind (dates with a year: a difference in years; numbers: a sum, difference or ratio)."""
     kinds = []
-    for kind in VALUE_KINDS:
+    for kind in CALCULATION_KINDS:
         need = has_value(ix, kind)
         pool = _bridge_pool(ix, params, kind, need)
         if pool:
             kinds.append((kind, need, pool))
     if not kinds:
-        raise NoSubgraph(f"{cell.key}: no bridge links two chunks that both hold dates or numbers", structural=True)
+        raise NoSubgraph(f"{cell.key}: no bridge links two chunks that both hold dates", structural=True)
     fail = Failures()
 
     def attempt(_: int):

@@ -67,7 +67,7 @@ def _seeds(ix: SelectionIndex, labels: frozenset[str], kind: str, own_article: b
     need = has_value(ix, kind)
 
     def build() -> dict[int, list[int]]:
-        typed = set(answer_pool(ix, labels, params))
+        typed = set(answer_pool(ix, labels, params, with_articles=own_article))
         out: dict[int, list[int]] = {}
         for c in range(len(ix.chunk_ids)):
             if own_article:
@@ -81,6 +81,16 @@ def _seeds(ix: SelectionIndex, labels: frozenset[str], kind: str, own_article: b
         return out
 
     return _cached(ix, ("comparison-seeds", labels, kind, own_article, params.answer_max_df), build)
+
+
+def _values_differ(ix: SelectionIndex, chunks: list[int], kind: str) -> bool:
+    """Every candidate's passage holds a value of ``kind`` that the others do not all share."""
+    sets = [{v for v in ix.ents_with(c, {kind}) if ix.good_value(v)} for c in chunks]
+    for i, own in enumerate(sets):
+        others = [x for j, x in enumerate(sets) if j != i]
+        if not own - set.intersection(*others):
+            return False
+    return True
 
 
 def _cached(ix: SelectionIndex, key: tuple, build):
@@ -97,14 +107,17 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
     n = params.candidates
     allowed = ix.bridge_set(params)
     if not allowed:
-        raise NoSubgraph(f"{cell.key}: no group entity occurs in 2..{params.bridge_max_df} documents", structural=True)
-    if len(answer_pool(ix, labels, params)) < n:
-        raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities in this corpus", structural=True)
+        raise NoSubgraph(f"{cell.key}: no group entity occurs in 2..{ix.bridge_max_df(params)} documents",
+                         structural=True)
     # where documents are articles about one entity (an encyclopedia), each candidate's value
-    # must come from its own article, so the value describes the candidate
+    # must come from its own article, so the value describes the candidate; elsewhere (news)
+    # only dates: the numbers near a name there are scores, ages, calibres and article numbers
     own_article = ix.about_coverage() >= 0.2
-    seeds = {kind: _seeds(ix, labels, kind, own_article, params) for kind in VALUE_KINDS}
-    kinds = [kind for kind in VALUE_KINDS if len(seeds[kind]) >= n]
+    if len(answer_pool(ix, labels, params, with_articles=own_article)) < n:
+        raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities in this corpus", structural=True)
+    value_kinds = VALUE_KINDS if own_article else ("date",)
+    seeds = {kind: _seeds(ix, labels, kind, own_article, params) for kind in value_kinds}
+    kinds = [kind for kind in value_kinds if len(seeds[kind]) >= n]
     if not kinds:
         raise NoSubgraph(f"{cell.key}: fewer than {n} {cell.answer_type} entities with a date or number"
                          + (" in their own article" if own_article else ""), structural=True)
@@ -162,6 +175,9 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
             fail.add("chunk set already used")
             return None
         own = [c for c, role in zip(chunks, roles) if role == "candidate"]
+        if not _values_differ(ix, own, kind):
+            fail.add(f"the candidates' passages give the same {kind} (one census year for all): nothing to compare")
+            return None
         # fewer chunks read better: one chunk per candidate that also ties it to the group
         return -len(chunks), (group, kind, chosen, chunks, roles, own)
 

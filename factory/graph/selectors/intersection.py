@@ -46,8 +46,8 @@ def _constraint_ok(ix: SelectionIndex, x: int, answer: int, taken: list[int], pa
     """A named thing or a dated fact, not a hub, not another name of the answer, not taken."""
     label = ix.ent_label[x]
     return (
-        x != answer and x not in taken and ix.ent_df[x] <= params.bridge_max_df
-        and (label in NAMED_LABELS or (label == "date" and ix.good_value(x)))
+        x != answer and x not in taken and ix.ent_df[x] <= ix.bridge_max_df(params)
+        and ((label in NAMED_LABELS and ix.nameworthy(x)) or (label == "date" and ix.good_value(x)))
         and not ix.related(x, answer) and not any(ix.related(x, t) for t in taken)
     )
 

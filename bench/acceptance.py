@@ -1,0 +1,196 @@
+"""The gauntlet against the strong-writer reference set: does it keep what a strong composer writes?
+
+    python -m bench.acceptance [--langs en,ru] [--dense] [--work DIR]
+
+Per language, the shared corpus is ingested (chunks only, no model) into WORK/store-LANG
+and indexed into WORK/index-LANG (BM25; with --dense also the dense model of the
+language and hybrid), both reused on the next run. Then, with the validators that judge
+without a model (schema, answerable, leakage, shortcut):
+
+1. the reference fixtures (tests/fixtures/reference_drafts/LANG.jsonl): per mechanic,
+   candidates accepted on the first draft and within two revisions, and why the rest
+   were refused (a subgraph the writer found no honest question for counts as refused);
+2. single-hop template questions (corpora/audit/make_single_hop.py), judged by the
+   audit contract (no roles: a passage is hidden unless the question names its title);
+3. leaky multi-hop drafts: reference first drafts with rare words of hidden passages
+   pasted into the question (factory/reference/adversarial.py);
+4. planted defects in the accepted reference drafts (the accepted drafts are the clean set).
+
+The validators that need a model (closed_book, solvability, necessity, agent_run) do not
+run here and are reported as not run. The last line is a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.common import CORPORA, EN_WIKI, ROOT, RU_NEWS, note
+
+FIXTURES = ROOT / "tests" / "fixtures" / "reference_drafts"
+SOURCES = {"en": EN_WIKI, "ru": RU_NEWS}
+LLM_VALIDATORS = ("closed_book", "solvability", "necessity", "agent_run")
+
+
+def prepare(lang: str, work: Path, dense: bool = False) -> tuple[Any, Any, Any]:
+    """(store, fixed index, settings) for the shared corpus of ``lang``, built once under ``work``."""
+    from factory.index.fixed import build_index, open_index
+    from factory.ingest import ingest
+    from factory.settings import load_settings
+    from factory.store import Store
+
+    settings = load_settings(None, lang=lang)
+    store = Store(work / f"store-{lang}")
+    ingest(SOURCES[lang], store, lang, settings, entities=False)  # idempotent: reruns skip every document
+    index_dir = work / (f"index-{lang}" + ("-dense" if dense else ""))
+    if not (index_dir / "manifest.json").exists():
+        build_index(store, index_dir, lang, settings, dense="default" if dense else None, progress=False)
+    return store, open_index(index_dir, store=store, settings=settings), settings
+
+
+def model_free(settings: Any) -> list[Any]:
+    from factory.reference.judge import MODEL_FREE
+    from factory.validate.gauntlet import build_validators
+
+    return build_validators([v for v in settings.validation.order if v in MODEL_FREE])
+
+
+def fixture(lang: str, name: str = "") -> Path:
+    return FIXTURES / (f"{lang}-{name}.jsonl" if name else f"{lang}.jsonl")
+
+
+def judge_reference(lang: str, store: Any, index: Any, settings: Any, name: str = "") -> list[Any]:
+    from factory.reference.judge import judge_candidate, reference_context
+    from factory.reference.records import read_reference
+
+    ctx = reference_context(store, index, settings)
+    validators = model_free(settings)
+    return [judge_candidate(c, ctx, validators) for c in read_reference(fixture(lang, name))]
+
+
+def _refused(drafts: list[tuple[str, Any, Any]], ctx: Any, validators: list[Any]) -> tuple[Counter, Counter]:
+    """(refused by validator, total) per kind."""
+    from factory.validate.gauntlet import run_gauntlet
+
+    by: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for kind, cand, draft in drafts:
+        result = run_gauntlet(draft, ctx.for_item(draft.draft_id, cand.subgraph if cand else None), validators)
+        total[kind] += 1
+        if not result.passed:
+            by[f"{kind}:{result.failure.validator}" if result.failure else f"{kind}:?"] += 1
+    return by, total
+
+
+def single_hop(lang: str, store: Any, index: Any, settings: Any, n: int = 120) -> dict[str, Any]:
+    from factory.audit.checks import AuditSchema
+    from factory.reference.judge import reference_context
+    from factory.records import Cell, Draft
+    from factory.validate.leakage import LeakageValidator
+    from factory.validate.shortcut import ShortcutValidator
+
+    spec = importlib.util.spec_from_file_location("make_single_hop", ROOT / "corpora" / "audit" / "make_single_hop.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)  # type: ignore[union-attr]
+    questions, _ = maker.make_questions(maker.read_docs(SOURCES[lang], lang), lang, n)
+    drafts = [("single_hop", None, Draft(
+        draft_id=f"sh-{lang}-{i:03d}", candidate_id=f"sh-{lang}-{i:03d}", lang=lang, cell=Cell.parse("audit/unknown/unknown"),
+        question=q["question"], answer=q["answer"], support_chunk_ids=[q["chunk_id"]], answer_chunk_id=q["chunk_id"]))
+        for i, q in enumerate(questions)]
+    by, total = _refused(drafts, reference_context(store, index, settings),
+                         [AuditSchema(), LeakageValidator(), ShortcutValidator()])
+    return _rates(by, total)
+
+
+def adversarial(lang: str, judged: list[Any], store: Any, index: Any, settings: Any, name: str = "") -> dict[str, Any]:
+    from factory.reference.adversarial import document_frequency, leaky_multihop, planted_defects
+    from factory.reference.judge import reference_context
+    from factory.reference.records import read_reference
+
+    candidates = read_reference(fixture(lang, name))
+    texts = {r["chunk_id"]: r["text"] for r in store.query("SELECT chunk_id, text FROM chunks WHERE lang = ?", [lang])}
+    df = document_frequency(texts.values(), lang)
+    ctx = reference_context(store, index, settings)
+    validators = model_free(settings)
+    accepted = {j.index: j.accepted_at for j in judged if j.accepted_at is not None}
+    leaky = _rates(*_refused(list(leaky_multihop(candidates, accepted, texts, df)), ctx, validators))
+    planted = _rates(*_refused(list(planted_defects(candidates, accepted)), ctx, validators))
+    return {"leaky": leaky, "planted": planted}
+
+
+def _rates(by: Counter, total: Counter) -> dict[str, Any]:
+    refused = sum(by.values())
+    n = sum(total.values())
+    kinds = {k: {"n": total[k], "refused": sum(v for key, v in by.items() if key.split(":")[0] == k)} for k in total}
+    return {"n": n, "refused": refused, "share": round(refused / n, 3) if n else None, "kinds": kinds,
+            "by_validator": dict(sorted(by.items()))}
+
+
+def table(lang: str, judged: list[Any]) -> dict[str, Any]:
+    rows: dict[str, Counter] = defaultdict(Counter)
+    reasons: Counter[str] = Counter()
+    for j in judged:
+        if j.status == "no_subgraph":
+            continue
+        mechanic = j.cell.split("/")[0]
+        for key in (mechanic, "all"):
+            rows[key]["n"] += 1
+            rows[key]["first"] += j.first
+            rows[key]["within_2"] += j.within(2)
+        if j.accepted_at is None:
+            reasons[j.reason] += 1
+    print(f"\n{lang}: reference candidates (a subgraph without an honest question counts as refused)")
+    print(f"{'mechanic':14s} {'n':>3s} {'first':>7s} {'within 2':>9s}")
+    for key in sorted(rows, key=lambda k: (k == "all", k)):
+        r = rows[key]
+        print(f"{key:14s} {r['n']:3d} {r['first']:3d} {r['first'] / r['n']:4.0%} {r['within_2']:3d} {r['within_2'] / r['n']:4.0%}")
+    print("refused:", ", ".join(f"{k} {v}" for k, v in reasons.most_common()) or "none")
+    total = rows["all"]
+    return {"first": round(total["first"] / total["n"], 3), "within_2": round(total["within_2"] / total["n"], 3),
+            "n": total["n"], "per_mechanic": {k: dict(v) for k, v in rows.items() if k != "all"},
+            "refused": dict(reasons)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--langs", default="en,ru")
+    parser.add_argument("--dense", action="store_true", help="dense and hybrid searchers too (slow to build once)")
+    parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "acceptance")
+    parser.add_argument("--set", default="", help="another fixture set: LANG-SET.jsonl (e.g. draw1, the first draw)")
+    args = parser.parse_args()
+    if not CORPORA.exists():
+        raise SystemExit(f"{CORPORA}: the shared corpora are needed")
+    summary: dict[str, Any] = {"reference": {}, "validators_run": [], "single_hop_refused": {},
+                               "leaky_multihop_refused": {}, "planted_caught": None}
+    planted: Counter[str] = Counter()
+    details: dict[str, Any] = {}
+    for lang in args.langs.split(","):
+        note(f"{lang}: preparing the store and index in {args.work}")
+        store, index, settings = prepare(lang, args.work, args.dense)
+        judged = judge_reference(lang, store, index, settings, args.set)
+        ref = table(lang, judged)
+        summary["reference"][lang] = {k: ref[k] for k in ("first", "within_2", "n")}
+        summary["validators_run"] = [v.name for v in model_free(settings)]
+        sh = single_hop(lang, store, index, settings)
+        adv = adversarial(lang, judged, store, index, settings, args.set)
+        summary["single_hop_refused"][lang] = sh["share"]
+        summary["leaky_multihop_refused"][lang] = adv["leaky"]["share"]
+        planted["n"] += adv["planted"]["n"]
+        planted["refused"] += adv["planted"]["refused"]
+        details[lang] = {"reference": ref, "single_hop": sh, **adv}
+        print(f"{lang}: single-hop refused {sh['refused']}/{sh['n']} {sh['by_validator']}")
+        print(f"{lang}: leaky multi-hop refused {adv['leaky']['refused']}/{adv['leaky']['n']} {adv['leaky']['by_validator']}")
+        print(f"{lang}: planted defects caught {adv['planted']['refused']}/{adv['planted']['n']} "
+              f"{adv['planted']['kinds']}")
+    summary["planted_caught"] = round(planted["refused"] / planted["n"], 3) if planted["n"] else None
+    print("not run (they need a model): " + ", ".join(LLM_VALIDATORS))
+    print(json.dumps({"details": details}, ensure_ascii=False, default=str))
+    print(json.dumps(summary, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Draw the reference candidates and write the worksheets their drafts are written from.
+
+    python -m bench.reference_draw --lang en --store STORE --n 40 --seed 19 \
+        --fixture tests/fixtures/reference_drafts/en.jsonl --worksheets /tmp/ref-en
+    python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise
+    python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
+
+STORE is an ingested store (with entities) of the shared corpus. The fixture gets one
+line per candidate in draw order, with no drafts yet; each worksheet shows a writer
+what the composer sees for that candidate: the cell's guidance, the passages under the
+labels the composer uses, and the contract (what may be named, what must be hidden,
+which passages each side reaches). Worksheets hold corpus text, so they stay outside
+the repository. An existing fixture is never overwritten (its drafts are the record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from factory.compose.passages import labels_for
+from factory.compose.composer import roles_block
+from factory.compose.facts import load_chunk_texts, passages_block
+from factory.reference.draw import draw_reference
+from factory.reference.records import ReferenceCandidate, write_reference
+from factory.settings import load_settings
+from factory.store import Store
+from factory.taxonomy import load_taxonomy
+
+
+def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy) -> str:
+    head = f"# {candidate.lang}-{candidate.index:03d}  {candidate.cell}"
+    if candidate.subgraph is None:
+        return f"{head}\n\nNo subgraph: {candidate.select_failure}\n"
+    sub = candidate.subgraph
+    spec = taxonomy.spec(sub.cell, candidate.lang)
+    texts = load_chunk_texts(store, sub.chunk_ids)
+    titles = {r["chunk_id"]: r["title"] for r in store.query(
+        "SELECT chunk_id, title FROM chunks WHERE list_contains(?, chunk_id)", [list(sub.chunk_ids)])}
+    labels = "\n".join(f"- {label} = {chunk} (title: {titles.get(chunk, '')!r}, role: {sub.roles.get(chunk)})"
+                       for label, chunk in labels_for(sub).items())
+    return "\n\n".join([
+        head,
+        "## The kind of question (the composer's guidance)\n" + spec.guidance(candidate.lang),
+        "## Passages\n" + passages_block(sub, texts),
+        "## Labels\n" + labels,
+        "## What the question may name and what it must hide\n" + roles_block(sub, candidate.lang),
+    ]) + "\n"
+
+
+def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path) -> int:
+    """Judge the fixture's latest drafts (the validators that need no model), record each
+    draft's verdicts in the fixture, and write a revision worksheet for every candidate the
+    gauntlet refused that has had fewer than two revisions: its passages and contract, and
+    every draft so far with what the checks found, as the reviser's prompt shows them."""
+    from bench.acceptance import model_free, prepare
+    from factory.compose.composer import history_block
+    from factory.records import FactSheet
+    from factory.reference.judge import judge_candidate, reference_context
+    from factory.reference.records import read_reference
+
+    store, index, settings = prepare(lang, work)
+    taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
+    ctx = reference_context(store, index, settings)
+    candidates = read_reference(fixture)
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for cand in candidates:
+        judged = judge_candidate(cand, ctx, model_free(settings))
+        cand.verdicts = judged.verdicts
+        if judged.accepted_at is not None or cand.status != "drafted" or len(cand.drafts) > 2:
+            continue
+        sheet = FactSheet(subgraph=cand.subgraph, facts=[], passages=load_chunk_texts(store, cand.subgraph.chunk_ids))
+        history = [(cand.draft(i), judged.verdicts[i]) for i in range(len(cand.drafts))]
+        text = worksheet(cand, store, taxonomy) + "\n## Your earlier drafts, oldest first, each with what the checks found\n" \
+            + history_block(history, sheet, lang) + "\n"
+        (out / f"{lang}-{cand.index:03d}.md").write_text(text, encoding="utf-8")
+        written += 1
+    write_reference(fixture, candidates)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lang", required=True, choices=["en", "ru"])
+    parser.add_argument("--store", type=Path, help="an ingested store with entities (for the draw)")
+    parser.add_argument("--revise", action="store_true", help="judge the fixture and write revision worksheets")
+    parser.add_argument("--attach", type=Path, help="add a writer's revisions (JSON lines) to the fixture")
+    parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
+    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--fixture", required=True, type=Path)
+    parser.add_argument("--worksheets", required=True, type=Path)
+    args = parser.parse_args()
+    if args.revise:
+        n = revision_worksheets(args.fixture, args.lang, args.worksheets, args.work)
+        print(f"{n} revision worksheets in {args.worksheets}; verdicts recorded in {args.fixture}")
+        return
+    if args.attach:
+        from factory.reference.draw import attach_revisions
+        from factory.reference.records import read_reference
+
+        candidates = read_reference(args.fixture)
+        problems = attach_revisions(candidates, [json.loads(line) for line in args.attach.read_text().splitlines()
+                                                 if line.strip()])
+        write_reference(args.fixture, candidates)
+        print("\n".join(problems) or f"revisions from {args.attach} added to {args.fixture}")
+        return
+    if args.store is None:
+        raise SystemExit("--store is needed to draw")
+    if args.fixture.exists():
+        raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
+    store = Store(args.store, create=False)
+    settings = load_settings(None, lang=args.lang, seed=args.seed)
+    taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
+    candidates = draw_reference(store, args.lang, args.n, args.seed, settings, taxonomy)
+    args.fixture.parent.mkdir(parents=True, exist_ok=True)
+    write_reference(args.fixture, candidates)
+    args.worksheets.mkdir(parents=True, exist_ok=True)
+    for c in candidates:
+        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy), encoding="utf-8")
+    drafted = [c for c in candidates if c.subgraph is not None]
+    print(f"{len(candidates)} draws, {len(drafted)} with a subgraph -> {args.fixture}, worksheets in {args.worksheets}")
+    for c in candidates:
+        print(f"{c.index:3d} {c.cell:40s} {c.status} {len(c.subgraph.chunk_ids) if c.subgraph else ''}")
+
+
+if __name__ == "__main__":
+    main()

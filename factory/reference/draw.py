@@ -1,0 +1,111 @@
+"""Drawing the reference candidates as a generation run draws them, and filing the
+writer's first drafts (worksheet labels P1..Pn) into them."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from factory.errors import FactoryError
+from factory.records import ReasoningStep
+from factory.reference.records import ReferenceCandidate, ReferenceDraft
+
+
+def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxonomy: Any = None
+                   ) -> list[ReferenceCandidate]:
+    """The first ``n`` candidates with a subgraph, drawn as a generation run draws them:
+    the run's cell sampler (nothing accepted yet) and each candidate's own selection RNG;
+    a support set is never drawn twice. Selection failures are kept, in order, as
+    ``no_subgraph`` candidates (they never reach a composer)."""
+    from factory.generate.drafting import selector_params
+    from factory.graph.select import NoSubgraph, SelectionIndex, select_subgraph
+    from factory.taxonomy import CellSampler, NoCellsLeft, candidate_rng, load_taxonomy
+
+    taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
+    sampler = CellSampler(taxonomy, seed, lang)
+    selection = SelectionIndex.load(store, lang)
+    params = selector_params(settings)
+    used: set[frozenset[str]] = set()
+    out: list[ReferenceCandidate] = []
+    index = 0
+    while sum(c.status != "no_subgraph" for c in out) < n:
+        try:
+            cell = sampler.draw(index)
+        except NoCellsLeft as exc:
+            raise FactoryError(f"the sampler has no cells left after {index} draws: {exc}") from exc
+        try:
+            subgraph = select_subgraph(selection, cell, lang, candidate_rng(seed, index, "select"),
+                                       taxonomy=taxonomy, avoid_chunk_sets=used, params=params)
+        except NoSubgraph as exc:
+            if exc.structural:
+                sampler.mark_unsupported(cell, exc.reason)
+            out.append(ReferenceCandidate(index=index, seed=seed, lang=lang, cell=cell.key, status="no_subgraph",
+                                          select_failure=exc.reason))
+        else:
+            used.add(frozenset(subgraph.chunk_ids))
+            out.append(ReferenceCandidate(index=index, seed=seed, lang=lang, cell=cell.key, subgraph=subgraph))
+        index += 1
+    return out
+
+
+def attach_first_drafts(candidates: list[ReferenceCandidate], rows: Iterable[dict[str, Any]]) -> list[str]:
+    """Put a writer's first drafts (passage labels P1..Pn, as on the worksheets) into the
+    candidates; returns problems (unknown index, label or status), nothing is guessed."""
+    from factory.compose.passages import labels_for
+
+    by_index = {c.index: c for c in candidates}
+    problems: list[str] = []
+    for row in rows:
+        cand = by_index.get(row.get("index"))
+        if cand is None or cand.subgraph is None:
+            problems.append(f"index {row.get('index')}: no candidate with a subgraph")
+            continue
+        if cand.drafts or cand.status == "no_honest_question":
+            problems.append(f"index {cand.index}: already has its first draft")
+            continue
+        cand.writer_note = row.get("writer_note", "")
+        if row.get("status") == "no_honest_question":
+            cand.status = "no_honest_question"
+            continue
+        labels = labels_for(cand.subgraph)
+        try:
+            steps = [ReasoningStep(chunk_id=labels[s["passage"]], quote=s["quote"], finding=s.get("finding", ""))
+                     for s in row["steps"]]
+            cand.drafts.append(ReferenceDraft(question=row["question"], answer=row["answer"],
+                                              answer_aliases=row.get("answer_aliases", []),
+                                              answer_chunk_id=labels[row["answer_passage"]], steps=steps))
+        except (KeyError, ValidationError) as exc:
+            problems.append(f"index {cand.index}: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def attach_revisions(candidates: list[ReferenceCandidate], rows: Iterable[dict[str, Any]]) -> list[str]:
+    """Add a writer's revision (one row per candidate, labels P1..Pn, ``note`` saying what it
+    changed) after the candidate's latest draft; the drafts before it keep their verdicts."""
+    from factory.compose.passages import labels_for
+
+    by_index = {c.index: c for c in candidates}
+    problems: list[str] = []
+    for row in rows:
+        cand = by_index.get(row.get("index"))
+        if cand is None or cand.subgraph is None or not cand.drafts:
+            problems.append(f"index {row.get('index')}: no drafted candidate to revise")
+            continue
+        if len(cand.verdicts) < len(cand.drafts):
+            problems.append(f"index {cand.index}: its latest draft has no recorded verdict yet")
+            continue
+        if row.get("give_up"):  # the writer found no honest revision: the candidate stays refused
+            cand.writer_note = (cand.writer_note + " " if cand.writer_note else "") + f"gave up: {row.get('note', '')}"
+            continue
+        labels = labels_for(cand.subgraph)
+        try:
+            steps = [ReasoningStep(chunk_id=labels[s["passage"]], quote=s["quote"], finding=s.get("finding", ""))
+                     for s in row["steps"]]
+            cand.drafts.append(ReferenceDraft(question=row["question"], answer=row["answer"],
+                                              answer_aliases=row.get("answer_aliases", []),
+                                              answer_chunk_id=labels[row["answer_passage"]], steps=steps,
+                                              note=row.get("note", "")))
+        except (KeyError, ValidationError) as exc:
+            problems.append(f"index {cand.index}: {type(exc).__name__}: {exc}")
+    return problems

@@ -1,0 +1,117 @@
+"""Answerable: the draft's own steps lead from what the question names to the answer,
+through every support passage, on words that are really there. No model is asked.
+
+Each step cites a support passage and quotes a span of it; the span must occur in the
+passage (case, spacing, quote marks and dashes aside). Every support passage must be
+cited; where the contract has seed passages (factory/contract.py), the path starts at
+one; and the answer must be reached: written in a quote, or in the answer passage (its
+text or title) that a step cites, or, for a computed number, obtained from two quoted
+numbers by a difference, sum, product or ratio. It runs for every composer: a draft a model cannot back with its passages fails
+here, cheaply, before any search or model call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import unicodedata
+
+from factory.contract import seed_chunks
+from factory.records import Draft, Verdict
+from factory.validate.base import ValidationContext, verdict
+from factory.validate.feedback import say
+from factory.validate.tokens import content, tokenize
+
+_QUOTES = str.maketrans({"«": '"', "»": '"', "“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "—": "-", "–": "-",
+                         "‑": "-", "ё": "е", "Ё": "Е"})
+_EDGES = " \t\n.,;:!?…\"'()[]"
+MIN_QUOTE_WORDS = 2
+
+
+def normal(text: str) -> str:
+    """A span as compared: NFC, one kind of quote and dash, ё as е, spaces folded, case folded."""
+    text = unicodedata.normalize("NFC", text).translate(_QUOTES)
+    return " ".join(text.split()).casefold()
+
+
+def quoted_in(quote: str, passage: str) -> bool:
+    core = normal(quote).strip(_EDGES)
+    return bool(core) and core in normal(passage)
+
+
+def _holds(span: str, answer: str, lang: str) -> bool:
+    """Every content word of ``answer`` occurs in ``span`` (by lemma, stem or number value)."""
+    wanted = content(tokenize(answer, lang)) or tokenize(answer, lang)
+    keys = {k for t in tokenize(span, lang) for k in (t.fold, t.lemma, t.stem)}
+    return bool(wanted) and all(t.fold in keys or t.lemma in keys or t.stem in keys for t in wanted)
+
+
+def _numbers(text: str, lang: str) -> list[float]:
+    out = []
+    for token in tokenize(text, lang):
+        if token.number is not None:
+            try:
+                out.append(float(token.number))
+            except ValueError:
+                continue
+    return out
+
+
+def computed(answer: str, quotes: list[str], lang: str) -> bool:
+    """The answer's number is a difference, sum, product or ratio of numbers quoted in two steps."""
+    target = _numbers(answer, lang)
+    if len(target) != 1:
+        return False
+    goal = target[0]
+    per_step = [_numbers(q, lang) for q in quotes]
+    for (i, a_vals), (j, b_vals) in itertools.combinations(enumerate(per_step), 2):
+        for a, b in itertools.product(a_vals, b_vals):
+            results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
+            if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
+                return True
+    return False
+
+
+class AnswerableValidator:
+    name = "answerable"
+
+    def check(self, draft: Draft, ctx: ValidationContext) -> Verdict:
+        lang = draft.lang
+
+        def fail(reason: str, **values: object) -> Verdict:
+            return verdict(self.name, False, reason, say(lang, f"answerable_{reason}", **values), **values)
+
+        support = list(dict.fromkeys(draft.support_chunk_ids))
+        steps = list(draft.steps)
+        if not steps:
+            return fail("no_steps")
+        texts = ctx.chunks.texts(support)
+        for n, step in enumerate(steps, 1):
+            if step.chunk_id not in support:
+                return fail("outside_support", step=n, chunk=step.chunk_id)
+            words = [t for t in content(tokenize(step.quote, lang))]
+            if len(words) < MIN_QUOTE_WORDS and not any(t.number for t in words):
+                return fail("quote_too_short", step=n, chunk=step.chunk_id)
+            if not quoted_in(step.quote, texts.get(step.chunk_id, "")):
+                return fail("quote_not_found", step=n, chunk=step.chunk_id, quote=step.quote[:120])
+        cited = {s.chunk_id for s in steps}
+        unused = [c for c in support if c not in cited]
+        if unused:
+            return fail("passage_unused", chunks=", ".join(unused))
+        seeds = seed_chunks(ctx.subgraph) & set(support) if ctx.subgraph is not None else set()
+        if seeds and steps[0].chunk_id not in seeds:
+            return fail("not_from_seed", chunk=steps[0].chunk_id, seeds=", ".join(c for c in support if c in seeds))
+        answers = [a for a in [draft.answer, *draft.answer_aliases] if a.strip()]
+        at_answer = [s.quote for s in steps if s.chunk_id == draft.answer_chunk_id] or [s.quote for s in steps]
+        reached = any(_holds(q, a, lang) for q in at_answer for a in answers)
+        how = "quoted"
+        if not reached and draft.answer_chunk_id in cited:
+            # the quote holds the property, the passage names its subject ('..., making it the
+            # sixth-most populated city' in the article on Cebu City)
+            title = ctx.chunks.titles([draft.answer_chunk_id]).get(draft.answer_chunk_id, "")
+            passage = f"{title}\n{texts.get(draft.answer_chunk_id, '')}"
+            reached, how = any(_holds(passage, a, lang) for a in answers), "in_answer_passage"
+        if not reached and computed(draft.answer, [s.quote for s in steps], lang):
+            reached, how = True, "computed"
+        if not reached:
+            return fail("answer_not_reached", answer=draft.answer, chunk=draft.answer_chunk_id or "?")
+        return verdict(self.name, True, steps=len(steps), answer=how)
