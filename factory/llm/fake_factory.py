@@ -154,7 +154,7 @@ class FactoryFake:
         # chains end at the answer: the last passage that states it
         answer_label = next((p for p in reversed(labels) if any(answer.casefold() in f.casefold() for f in facts[p])),
                             labels[-1])
-        banned = self._banned(user) if "<draft>" in user else set()  # revising: drop what the checks quoted
+        banned = self._banned(user) if "<history>" in user else set()  # revising: drop what the checks quoted
         avoid = {w.casefold() for name in hidden + named + [answer] for w in _WORD.findall(name)}
         clue_labels = [p for p in labels if p != answer_label] or labels
         # a stable choice per prompt, so different candidates get different words and templates
@@ -220,7 +220,7 @@ class FactoryFake:
 
     @staticmethod
     def _banned(user: str) -> set[str]:
-        block = user.split("<feedback>", 1)[-1].split("</feedback>", 1)[0]
+        block = user.split("<history>", 1)[-1].split("</history>", 1)[0]
         banned: set[str] = set()
         for quoted in _QUOTED.findall(block):
             banned.update(w.casefold() for w in _WORD.findall(quoted))

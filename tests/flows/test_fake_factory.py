@@ -65,7 +65,7 @@ def test_fake_composes_solves_and_revises(lang: str) -> None:
     quoted = draft.question.split("«" if lang == "ru" else '"')[1].split("»" if lang == "ru" else '"')[0]
     feedback = Verdict(ok=False, validator="shortcut", reason="support_in_top_k",
                        feedback=f'The words that lead there: "{quoted}". Replace them.')
-    revised = revise(draft, [feedback], sheet, spec, llm, lang)
+    revised = revise([(draft, [feedback])], sheet, spec, llm, lang)
     assert revised.attempt == 1 and revised.question != draft.question
     assert quoted not in revised.question.casefold()
     assert solve_with(list(texts), revised, ctx, samples=1, stage="solvability").solved == 1
