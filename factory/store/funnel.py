@@ -28,7 +28,10 @@ def validator_funnel(store: Any, run_id: str | None = None, order: list[str] | N
         if name not in present:
             rows.append({"validator": name, "step": step, "seen": 0, "rejected": 0, "skipped": 0, "mean_s": None,
                          "candidates_rejected": 0})
-    return sorted(rows, key=lambda r: (r["step"], r["validator"]))
+    # the gauntlet's order ranks the rows: a stored step is where the validator ran in its
+    # draft's gauntlet, which differs from the order's position when an earlier one was skipped
+    rank = {name: i for i, name in enumerate(order or [])}
+    return sorted(rows, key=lambda r: (rank.get(r["validator"], len(rank)), r["step"], r["validator"]))
 
 
 def candidate_outcomes(store: Any, run_id: str | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from factory.store import Store
 
 from reliability_kit import MARK, PAYLOAD, accepted_tasks, run_hostile_generation
 
-ORDER = ["schema", "leakage", "shortcut", "closed_book", "solvability", "necessity", "agent_run"]
+ORDER = list(Settings().validation.order)  # the gauntlet as the run builds it
 VERDICTS = ("SELECT draft_id, step, validator, ok, skipped, hard, reason, feedback, figures::VARCHAR AS figures "
             "FROM verdicts ORDER BY draft_id, step")
 CANDIDATES = "SELECT idx, cell, status, stage, validator, reason, feedback, task_id FROM candidates ORDER BY idx"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from importlib import resources
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from reliability_kit import RepairingLLM
 
 SHARE = 0.06  # of each of five faults: 30% of requests
 FAULTS = Faults(timeout=SHARE, http_500=SHARE, http_429=SHARE, broken_body=SHARE, broken_answer=SHARE, hang_s=1.0)
+REPAIR_NOTE = (resources.files("factory.llm") / "prompts" / "repair.txt").read_text(encoding="utf-8").split("{error}")[0]
 RETRIES = 1  # the client's retries, and the backend's retries of a body that is not JSON
 TRANSPORT = {"timeout": "APITimeoutError", "http_500": "HTTP 500", "http_429": "HTTP 429",
              "broken_body": "JSONDecodeError"}
@@ -57,7 +59,9 @@ def _replay(rows: list[dict], log: list[dict]) -> tuple[list[str], Counter]:
     """Predict every row from the server log; returns (mismatches, what the faults became)."""
     served: dict[tuple, dict[str, list[str]]] = defaultdict(lambda: {"first": [], "repair": []})
     for entry in sorted(log, key=lambda e: e["n"]):
-        kind = "repair" if "assistant" in entry["roles"] else "first"
+        # a repair request ends with the gateway's repair note (an agent's later turns also
+        # carry assistant messages, so the roles alone do not tell)
+        kind = "repair" if entry["last_user"].startswith(REPAIR_NOTE) else "first"
         served[(entry["seed"], entry["first_user"])][kind].append(entry["outcome"])
     position: dict[tuple, dict[str, int]] = defaultdict(lambda: {"first": 0, "repair": 0})
     problems: list[str] = []
@@ -99,6 +103,10 @@ def _visible(store: Store, row: dict) -> bool:
     if stage == "facts":
         return bool(store.query("SELECT 1 FROM candidates WHERE candidate_id = ? AND stage = 'facts' "
                                 "AND contains(feedback, ?)", [item, text]))
+    if stage == "agent_run":  # a failed try of an agent's turn is in that turn's llm_errors (retried there)
+        return bool(store.query(
+            "SELECT 1 FROM agent_turns t JOIN agent_episodes e USING (episode_id) WHERE (e.item_id = ? OR "
+            "starts_with(e.item_id, ?)) AND contains(CAST(t.llm_errors AS VARCHAR), ?)", [item, item + "-", text]))
     validator = stage.removesuffix("_judge")
     verdicts = store.query("SELECT reason, figures::VARCHAR AS figures FROM verdicts "
                            "WHERE candidate_id = ? AND validator = ?", [item, validator])
