@@ -60,8 +60,8 @@ def test_accept_path_writes_tasks_with_lineage(world_store):
     assert len(tasks) == 2
     for task in tasks:
         assert len(task["support_chunk_ids"]) >= 2 and task["answer_chunk_id"] in task["support_chunk_ids"]
-        assert task["validators"] == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability",
-                                      "necessity"]
+        assert task["validators"] == ["schema", "dedup", "answerable", "leakage", "shortcut", "closed_book",
+                                      "solvability", "necessity"]
         assert task["skipped_validators"] == ["agent_run"]  # off: skipped, never listed as passed
         assert task["revisions"] == 0
     verdicts = store.query("SELECT validator, ok, skipped FROM verdicts WHERE candidate_id = ? ORDER BY step",

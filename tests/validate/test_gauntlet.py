@@ -63,8 +63,8 @@ def test_gauntlet_turns_a_crash_into_a_verdict():
 
 def test_build_validators_in_settings_order_and_unknown_names():
     names = [v.name for v in build_validators(ValidateSettings().order)]
-    assert names == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
-                     "agent_run"]
+    assert names == ["schema", "dedup", "answerable", "leakage", "shortcut", "closed_book", "solvability",
+                     "necessity", "agent_run"]
     with pytest.raises(UnknownValidator):
         build_validators(["schema", "vibes"])
 
