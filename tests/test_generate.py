@@ -184,6 +184,9 @@ def test_finished_candidate_is_not_redone(world_store):
         ctx.writer.append("candidates", [first.settled(status="accepted").row()])
         ctx.writer.flush()
     calls = world.calls
+    ctx.close()
+    # the next try of the run (a resume) builds its context from the store: the candidate is finished
+    ctx = make_context(store, index, world.llm(), world_settings(), lang="en", run_id="once", seed=5, taxonomy=taxonomy)
     again = run_candidate(job, ctx)
     assert world.calls == calls and again.resumed and again.status in {"accepted", "rejected"}
     ctx.close()
