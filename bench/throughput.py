@@ -17,9 +17,10 @@ and settles in order in this process, the scheduler keeps candidates in flight o
 thread pool, each candidate runs on the workers' context) without Prefect, in its own
 process, through ``run_loop``, the one function that wires the bench to the loop.
 ``--concurrency auto`` is the defaults as a user gets them (``factory/capacity.py``:
-``llm.server_capacity`` 64 candidates, twice as many calls, lookahead 64); a number
+``llm.server_capacity`` 64 candidates, twice as many calls, lookahead 128); a number
 ``c`` sets ``generate.concurrency = c``, ``llm.concurrency`` = ``--llm-concurrency``
-(default 2c) and the lookahead to the larger of c and its default (the lookahead caps
+(default 2c) and the lookahead to the larger of c and 128, so that every point draws the same
+candidates in the same order (the lookahead caps
 the candidates in flight).
 
 Figures per point, in simulated time: accepted candidates per hour, requests/s, the
@@ -166,6 +167,7 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     from factory.settings import load_settings
     from factory.store import Store
 
+    SERVER.update(config["server"])  # a spawned process: the parent's --prefill is in the config
     url = config["url"]
     settings = load_settings(**{"llm.spec": f"openai:{url}#{MODEL}?timeout=600", "lang": config["lang"],
                                 "seed": config["seed"], "llm.server_capacity": SERVER["capacity"], **config["flags"]})
@@ -363,7 +365,7 @@ def point_settings(level: str, llm_concurrency: str) -> tuple[dict[str, Any], An
     if level != "auto":
         c = int(level)
         calls = max(1, int(float(llm_concurrency[:-1]) * c)) if llm_concurrency.endswith("x") else int(llm_concurrency)
-        flags = {"generate.concurrency": c, "llm.concurrency": calls, "generate.lookahead": max(c, SERVER["capacity"])}
+        flags = {"generate.concurrency": c, "llm.concurrency": calls, "generate.lookahead": max(c, 2 * SERVER["capacity"])}
     settings = load_settings(**{"llm.spec": f"openai:http://127.0.0.1:1/v1#{MODEL}", "llm.server_capacity":
                                 SERVER["capacity"], **flags})
     return flags, resolve_concurrency(settings.llm, settings.generate)
@@ -383,7 +385,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cpu-budget", type=float, default=0.5, help="cores the factory may need in real time")
     parser.add_argument("--max-scale", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--prefill", type=float, default=SERVER["prefill"],
+                        help="the load model's prefill tokens/s, shared by the batch (a faster GPU or a smaller model)")
     args = parser.parse_args(argv)
+    SERVER["prefill"] = args.prefill
     levels = (args.concurrency or ("1,16,auto" if args.quick else "1,16,32,auto,96")).split(",")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -400,7 +405,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         try:
             config = {"setting": level.strip(), "flags": flags, "concurrency": c, "llm_concurrency": llm_c,
                       "lookahead": resolved.lookahead, "url": server.url, "lang": lang, "seed": args.seed,
-                      "candidates": n, "scale": scale, "index": str(index),
+                      "candidates": n, "scale": scale, "index": str(index), "server": dict(SERVER),
                       "store": str(fresh_store(store, work / "point-store"))}
             note(f"[throughput] {level}: c={c} llm.concurrency={llm_c} lookahead={resolved.lookahead}: "
                  f"{n} candidates, clock x{scale}")

@@ -15,7 +15,11 @@ llama.cpp backend serialises requests and the fakes answer at once: one candidat
 calls, as before ``auto`` existed.
 
 The lookahead never follows the concurrency: the tasks depend on it (see the scheduler),
-so a run gives the same tasks at any concurrency. It caps candidates in flight.
+so a run gives the same tasks at any concurrency. It caps candidates in flight, and it must
+exceed them to keep them in flight: a slow candidate at the head of the window holds back
+the draws behind it, so with a lookahead equal to the concurrency the slots run empty while
+it finishes (bench/throughput.py: at 64 in flight, lookahead 64 kept 0.64 of the server's
+slots busy). For a server it is twice the capacity.
 """
 
 from __future__ import annotations
@@ -66,5 +70,5 @@ def resolve_concurrency(llm: Any, generate: Any, *, spec: str | None = None,
         calls = 2 * int(wanted) if server else SERIAL["llm_calls"]
     lookahead = generate.lookahead
     if lookahead == "auto":
-        lookahead = llm.server_capacity if server else SERIAL["lookahead"]
+        lookahead = 2 * llm.server_capacity if server else SERIAL["lookahead"]
     return Concurrency(candidates=int(wanted), llm_calls=int(calls), lookahead=int(lookahead), server=server)
