@@ -1,6 +1,6 @@
 """Throughput against a simulated vLLM server: is it kept busy, and what does an accepted task cost?
 
-    .venv/bin/python -m bench.throughput [--quick] [--corpus ru-wikinews] [--concurrency 1,16,64,128]
+    .venv/bin/python -m bench.throughput [--quick] [--corpus ru-wikinews] [--concurrency 1,16,auto,96]
         [--scale 20] [--work DIR] [--store DIR]
 
 The server is the package's fake OpenAI-compatible server on its load model
@@ -12,13 +12,16 @@ model's answers). It runs in its own process: the CPU time measured here is the
 factory's alone.
 
 Each sweep point is a fresh copy of the ingested store (no LLM cache), a fresh server,
-and the generation loop of today's driver (``factory/ordered.py``, ``factory/driver.py``,
-``factory/worker.py``) on a thread pool, in its own process, through ``run_loop``, the
-one function that wires the bench to the loop. ``--concurrency c`` sets the driver's
-knobs: ``generate.concurrency = c`` candidates in flight, ``generate.lookahead`` left at
-its default (2c), and ``llm.concurrency`` = ``--llm-concurrency`` (default 2c, so the
-gateway never binds before the candidates do). A last row keeps today's default
-``llm.concurrency`` (4) at the largest c, to show which knob binds.
+and the generation loop of ``build-benchmark`` (``factory/generate``: the driver draws
+and settles in order in this process, the scheduler keeps candidates in flight on a
+thread pool, each candidate runs on the workers' context) without Prefect, in its own
+process, through ``run_loop``, the one function that wires the bench to the loop.
+``--concurrency auto`` is the defaults as a user gets them (``factory/capacity.py``:
+``llm.server_capacity`` 64 candidates, twice as many calls, lookahead 128); a number
+``c`` sets ``generate.concurrency = c``, ``llm.concurrency`` = ``--llm-concurrency``
+(default 2c) and the lookahead to the larger of c and 128, so that every point draws the same
+candidates in the same order (the lookahead caps
+the candidates in flight).
 
 Figures per point, in simulated time: accepted candidates per hour, requests/s, the
 server's utilisation (mean sequences in flight over capacity; over its busy window,
@@ -53,43 +56,39 @@ MODEL = "fake-vllm"
 
 # ------------------------------------------------------------------ the one wiring to the loop
 def run_loop(store_path: Path, index_dir: Path, settings: Any, *, lang: str, run_id: str, max_attempts: int,
-             on_settled: Callable[[int, Any], None]) -> Any:
-    """The generation loop as ``build-benchmark`` runs it, without Prefect: today's driver
-    draws and settles in order, a thread pool runs ``generate.concurrency`` candidates,
-    and the store is compacted every ``COMPACT_EVERY`` settled candidates as the flow does.
-    Phase 2 points this at the new scheduler; nothing else here knows the loop."""
+             on_settled: Callable[[Any], None]) -> tuple[Any, Any]:
+    """The generation step of ``build-benchmark`` without Prefect: the driver in this process
+    draws and settles in order, a thread pool runs the candidates on the workers' context
+    (``run_job``), the store is compacted every ``COMPACT_EVERY`` settled candidates as the
+    flow does. Returns the run's report and its limits (concurrency and lookahead resolved)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from flows.generation import COMPACT_EVERY, compact
-    from factory.driver import RunDriver
-    from factory.ordered import Budget, RunState, run_in_order
+    from factory.generate import GenerationRun, RunLimits, RunReport, close_contexts, run_in_order, run_job, start_run
     from factory.store import Store
-    from factory.training_set import TaskScope
-    from factory.worker import WorkerSpec, close_contexts, run_job
 
+    limits = RunLimits.from_settings(settings, n=None, max_attempts=max_attempts)
+    run = GenerationRun(store=str(store_path), index_dir=str(index_dir), settings=settings, lang=lang, run_id=run_id,
+                        seed=settings.seed, limits=limits)
+    driver, spec, state = start_run(run)
     store = Store(store_path)
-    driver = RunDriver(store, settings, lang=lang, run_id=run_id, seed=settings.seed,
-                       scope=TaskScope(run_id=run_id, lang=lang))
-    worker = WorkerSpec(store=str(store_path), index_dir=str(index_dir), settings_json=settings.dump(), lang=lang,
-                        run_id=run_id, seed=settings.seed, cutoff=driver.started_at)
-    budget = Budget(n=None, max_attempts=max_attempts, concurrency=settings.generate.concurrency,
-                    lookahead=settings.generate.lookahead)
     settled = [0]
 
-    def settle(index: int, outcome: Any) -> None:
-        on_settled(index, outcome)
+    def settle(outcome: Any, report: Any) -> None:
+        on_settled(outcome)
         settled[0] += 1
         if settled[0] % COMPACT_EVERY == 0:
             compact(store)
 
     try:
-        with ThreadPoolExecutor(max_workers=budget.concurrency, thread_name_prefix="candidate") as pool:
-            return run_in_order(lambda job: pool.submit(run_job, job, worker), driver, budget,
-                                RunState.read(store, run_id), on_outcome=settle)
+        with ThreadPoolExecutor(max_workers=limits.in_flight, thread_name_prefix="candidate") as pool:
+            report = run_in_order(lambda job: pool.submit(run_job, job, spec), driver, limits, state,
+                                  report=RunReport(run_id=run_id), on_outcome=settle)
     finally:
         driver.close()
         close_contexts(run_id)
         compact(store)
+    return report, limits
 
 
 # ---------------------------------------------------------------------------- preparation
@@ -168,10 +167,12 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     from factory.settings import load_settings
     from factory.store import Store
 
-    c, llm_c, url = config["concurrency"], config["llm_concurrency"], config["url"]
+    SERVER.update(config["server"])  # a spawned process: the parent's --prefill is in the config
+    url = config["url"]
     settings = load_settings(**{"llm.spec": f"openai:{url}#{MODEL}?timeout=600", "lang": config["lang"],
-                                "generate.concurrency": c, "llm.concurrency": llm_c, "seed": config["seed"]})
-    run_id = f"throughput-c{c}-l{llm_c}"
+                                "seed": config["seed"], "llm.server_capacity": SERVER["capacity"], **config["flags"]})
+    c = config["concurrency"]  # candidates in flight, as the point's settings resolve
+    run_id = f"throughput-{config['setting']}-l{config['llm_concurrency']}"
     n = config["candidates"]
     marks: dict[str, Any] = {"settled": 0, "accepted": 0}
     lock = threading.Lock()
@@ -179,7 +180,7 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     def snapshot(name: str) -> None:
         marks[name] = (time.process_time(), server_stats(url))
 
-    def on_settled(index: int, outcome: Any) -> None:
+    def on_settled(outcome: Any) -> None:
         with lock:
             marks["settled"] += 1
             marks["accepted"] += outcome.status == "accepted"
@@ -200,8 +201,9 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     sampler.start()
     cpu0, t0 = time.process_time(), time.perf_counter()
     start = server_stats(url)
-    report = run_loop(Path(config["store"]), Path(config["index"]), settings, lang=config["lang"], run_id=run_id,
-                      max_attempts=n, on_settled=on_settled)
+    report, limits = run_loop(Path(config["store"]), Path(config["index"]), settings, lang=config["lang"],
+                              run_id=run_id, max_attempts=n, on_settled=on_settled)
+    assert (limits.in_flight, limits.lookahead) == (c, config["lookahead"]), (limits, config)
     real_s, cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     stop.set()
     end = server_stats(url)
@@ -241,7 +243,8 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
     stages = {s["stage"]: {"tokens_in": s["tokens_in_per_accepted"], "tokens_out": s["tokens_out_per_accepted"],
                            "calls": s["calls"]} for s in cost.stages}
     return {
-        "concurrency": c, "llm_concurrency": config["llm_concurrency"], "lookahead": 2 * c,
+        "setting": config["setting"], "concurrency": c, "llm_concurrency": config["llm_concurrency"],
+        "lookahead": config["lookahead"],
         "candidates": finished, "accepted": accepted, "rejected": cost.rejected,
         "rejected_before_agent": cost.rejected_before_agent,
         "rejected_before_agent_share": cost.rejected_before_agent_share, "rejected_by": cost.rejected_by,
@@ -270,19 +273,20 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
 # ---------------------------------------------------------------------------------- sweep
 def table(rows: list[dict[str, Any]]) -> str:
     """The sweep as a Markdown table (steady figures where the point had a steady window)."""
-    head = ["c", "llm.conc", "clock x", "cand", "acc", "acc/h", "steady acc/h", "ideal acc/h", "req/s",
-            "steady req/s", "util", "steady util", "max in flight", "lat s", "queue s", "cpu s/cand",
-            "cpu share", "cpu/real wall", "peak MB"]
+    head = ["setting", "c", "llm.conc", "lookahead", "clock x", "cand", "acc", "acc/h", "steady acc/h", "ideal acc/h",
+            "req/s", "steady req/s", "util", "steady util", "max in flight", "lat s", "queue s", "cpu s/cand",
+            "cpu share", "cpu/real wall", "peak MB", "rej before agent"]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in rows:
         lines.append(" | ".join(str(x) for x in (
-            r["concurrency"], r["llm_concurrency"], r["scale"], r["candidates"], r["accepted"], r["accepted_per_hour"],
+            r["setting"], r["concurrency"], r["llm_concurrency"], r["lookahead"], r["scale"], r["candidates"],
+            r["accepted"], r["accepted_per_hour"],
             r.get("steady_accepted_per_hour", "-"), r["ideal_accepted_per_hour"], r["requests_per_s"],
             r.get("steady_requests_per_s", "-"), r["utilisation"], r.get("steady_utilisation", "-"),
             r["max_in_flight"], r["mean_latency_s"], r["mean_queue_s"],
             r.get("steady_cpu_s_per_candidate", r["cpu_s_per_candidate"]),
             r.get("steady_factory_cpu_share", r["factory_cpu_share"]), r["factory_cpu_of_real_wall"],
-            r["peak_rss_mb"])))
+            r["peak_rss_mb"], f"{r['rejected_before_agent']}/{r['rejected']}")))
     return "\n".join(lines)
 
 
@@ -307,9 +311,11 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return r[name] if value is None else value
 
     best = max(steady(r, "requests_per_s") for r in rows)
+    # at equal numbers the defaults (auto) win: that is what a user gets without setting anything
     pick = min((r for r in rows if steady(r, "requests_per_s") >= 0.95 * best),
-               key=lambda r: (r["concurrency"], r["llm_concurrency"]))
-    return {"concurrency": pick["concurrency"], "llm_concurrency": pick["llm_concurrency"],
+               key=lambda r: (r["concurrency"], r["llm_concurrency"], r["setting"] != "auto"))
+    return {"setting": pick["setting"], "concurrency": pick["concurrency"], "llm_concurrency": pick["llm_concurrency"],
+            "lookahead": pick["lookahead"],
             "utilisation": steady(pick, "utilisation"), "accepted_per_hour": steady(pick, "accepted_per_hour"),
             "ideal_per_hour": pick["ideal_accepted_per_hour"], "factory_cpu_share": steady(pick, "factory_cpu_share"),
             "cpu_s_per_candidate": steady(pick, "cpu_s_per_candidate"),
@@ -350,13 +356,28 @@ class Calibration:
         return round(max(1.0, min(self.max_scale, self.cpu_budget / need)), 2) if need > 0 else self.max_scale
 
 
+def point_settings(level: str, llm_concurrency: str) -> tuple[dict[str, Any], Any]:
+    """A sweep point's flags (none for ``auto``: the defaults) and what they resolve to."""
+    from factory.capacity import resolve_concurrency
+    from factory.settings import load_settings
+
+    flags: dict[str, Any] = {}
+    if level != "auto":
+        c = int(level)
+        calls = max(1, int(float(llm_concurrency[:-1]) * c)) if llm_concurrency.endswith("x") else int(llm_concurrency)
+        flags = {"generate.concurrency": c, "llm.concurrency": calls, "generate.lookahead": max(c, 2 * SERVER["capacity"])}
+    settings = load_settings(**{"llm.spec": f"openai:http://127.0.0.1:1/v1#{MODEL}", "llm.server_capacity":
+                                SERVER["capacity"], **flags})
+    return flags, resolve_concurrency(settings.llm, settings.generate)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer points and candidates (about 8 minutes)")
     parser.add_argument("--corpus", choices=sorted(LANGS), default="ru-wikinews")
     parser.add_argument("--store", type=Path, default=None, help="an ingested store of that corpus (default: ingest)")
     parser.add_argument("--work", type=Path, default=None, help="keep the store and index here between runs")
-    parser.add_argument("--concurrency", default=None, help="candidates in flight, comma-separated")
+    parser.add_argument("--concurrency", default=None, help="candidates in flight, comma-separated; auto: the defaults")
     parser.add_argument("--llm-concurrency", default="2x", help="llm.concurrency: a number, or Nx (N times c)")
     parser.add_argument("--candidates", type=int, default=None, help="candidates per point (default: 3c, quick 2c)")
     parser.add_argument("--scale", type=float, default=None, help="simulated seconds per real second (default: "
@@ -364,50 +385,47 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cpu-budget", type=float, default=0.5, help="cores the factory may need in real time")
     parser.add_argument("--max-scale", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--prefill", type=float, default=SERVER["prefill"],
+                        help="the load model's prefill tokens/s, shared by the batch (a faster GPU or a smaller model)")
     args = parser.parse_args(argv)
-    levels = [int(x) for x in (args.concurrency or ("1,16,64" if args.quick else "1,16,32,64,96")).split(",")]
+    SERVER["prefill"] = args.prefill
+    levels = (args.concurrency or ("1,16,auto" if args.quick else "1,16,32,auto,96")).split(",")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     work.mkdir(parents=True, exist_ok=True)
     started, load_start = time.perf_counter(), load_avg()
     store, index, lang = prepare(work, args.corpus, args.store)
-
-    def llm_for(c: int) -> int:
-        text = args.llm_concurrency
-        return max(1, int(float(text[:-1]) * c)) if text.endswith("x") else int(text)
-
-    # the last point keeps today's llm.concurrency default (4) at the largest c: which knob binds
-    plan = [(c, llm_for(c), False) for c in levels] + [(max(levels), 4, True)]
     calibration = Calibration(args.cpu_budget, args.max_scale)
     rows = []
-    for c, llm_c, today in plan:
-        # today's llm.concurrency keeps 4 requests out: a few candidates show it, and more would take long
-        n = args.candidates or (max(24, c // 2) if today else max(12 if c > 1 else 8, (2 if args.quick else 3) * c))
+    for level in levels:
+        flags, resolved = point_settings(level.strip(), args.llm_concurrency)
+        c, llm_c = resolved.in_flight, resolved.llm_calls
+        n = args.candidates or max(12 if c > 1 else 8, (2 if args.quick else 3) * c)
         scale = args.scale or calibration.scale(c, llm_c)
         server = Server(scale)
         try:
-            config = {"concurrency": c, "llm_concurrency": llm_c, "url": server.url, "lang": lang, "seed": args.seed,
-                      "candidates": n, "scale": scale, "index": str(index),
+            config = {"setting": level.strip(), "flags": flags, "concurrency": c, "llm_concurrency": llm_c,
+                      "lookahead": resolved.lookahead, "url": server.url, "lang": lang, "seed": args.seed,
+                      "candidates": n, "scale": scale, "index": str(index), "server": dict(SERVER),
                       "store": str(fresh_store(store, work / "point-store"))}
-            note(f"[throughput] c={c} llm.concurrency={llm_c}: {n} candidates, clock x{scale}")
+            note(f"[throughput] {level}: c={c} llm.concurrency={llm_c} lookahead={resolved.lookahead}: "
+                 f"{n} candidates, clock x{scale}")
             row = in_process(point, config)
         finally:
             server.close()
         if "error" in row:
-            emit({"bench": "throughput", "concurrency": c, "llm_concurrency": llm_c, **row})
+            emit({"bench": "throughput", "setting": level, "concurrency": c, "llm_concurrency": llm_c, **row})
             continue
-        row.update(scale=scale, todays_llm_default=today,
-                   cpu_bound=bool(row["factory_cpu_of_real_wall"] and row["factory_cpu_of_real_wall"] > 0.8))
+        row.update(scale=scale, cpu_bound=bool(row["factory_cpu_of_real_wall"] and row["factory_cpu_of_real_wall"] > 0.8))
         calibration.update(row)
         rows.append(emit({"bench": "throughput", **row}))
     if not rows:
         raise SystemExit("no sweep point finished")
     print(table(rows), flush=True)
-    swept = [r for r in rows if not r["todays_llm_default"]]
-    recommended = recommend(swept or rows)
-    pick = next(r for r in rows if (r["concurrency"], r["llm_concurrency"]) == (
-        recommended["concurrency"], recommended["llm_concurrency"]))
-    print(f"\ntokens per accepted task at c={pick['concurrency']} (llm.concurrency {pick['llm_concurrency']}):",
-          flush=True)
+    swept = rows
+    recommended = recommend(rows)
+    pick = next(r for r in rows if r["setting"] == recommended["setting"])
+    print(f"\ntokens per accepted task at {pick['setting']} (c={pick['concurrency']}, llm.concurrency "
+          f"{pick['llm_concurrency']}):", flush=True)
     print(stage_table(pick), flush=True)
     print(f"rejected by: {pick['rejected_by']}; before any agent run: {pick['rejected_before_agent_share']}",
           flush=True)
@@ -432,11 +450,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           "load_avg_1m_start": load_start})
     # the last line, with exactly these keys; the share pools every point's rejections
     summary = {"recommended": {k: recommended[k] for k in (
-                   "concurrency", "utilisation", "accepted_per_hour", "ideal_per_hour", "factory_cpu_share")},
+                   "concurrency", "utilisation", "accepted_per_hour", "ideal_per_hour", "factory_cpu_share")}
+               | {"setting": recommended["setting"]},
                "rejected_before_agent_share": round(sum(r["rejected_before_agent"] for r in rows) / rejected, 3)
                if rejected else None,
                "sweep": [{k: r.get(k) for k in (
-                   "concurrency", "llm_concurrency", "todays_llm_default", "scale", "candidates", "accepted",
+                   "setting", "concurrency", "llm_concurrency", "lookahead", "scale", "candidates", "accepted",
                    "accepted_per_hour", "steady_accepted_per_hour", "ideal_accepted_per_hour", "requests_per_s",
                    "steady_requests_per_s", "utilisation", "steady_utilisation", "max_in_flight", "mean_latency_s",
                    "cpu_s_per_candidate", "steady_cpu_s_per_candidate", "factory_cpu_share",

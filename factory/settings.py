@@ -12,7 +12,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 
@@ -23,6 +23,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# a count, or "auto": computed from the backend (factory/capacity.py)
+Auto = Literal["auto"]
+Count = Annotated[int, Field(ge=1)]
 
 
 class IngestSettings(Section):
@@ -56,7 +61,11 @@ class IndexSettings(Section):
 
 class LLMSettings(Section):
     spec: str = Field("llamacpp:smollm2-135m", description="backend spec: openai:URL#MODEL, llamacpp:NAME_OR_PATH, fake")
-    concurrency: int = Field(4, ge=1, description="backend calls in flight at once (vLLM throughput needs many)")
+    concurrency: Count | Auto = Field(
+        "auto", description="backend calls in flight at once; auto: twice the candidates in flight for a server "
+        "(openai specs), 4 for the embedded backend and the fakes (factory/capacity.py)")
+    server_capacity: int = Field(64, ge=1, description="sequences the server batches at once (vLLM's --max-num-seqs; "
+                                 "vLLM does not report it): what auto concurrency fills")
     timeout_s: float = Field(120.0, gt=0, description="per HTTP request, before a retry")
     max_retries: int = Field(4, ge=0, description="HTTP retries on timeouts, refused connections, 429 and 5xx")
     threads: int = Field(0, ge=0, description="llama.cpp CPU threads; 0 = all cores (use 1 in CI)")
@@ -73,9 +82,10 @@ class ValidateSettings(Section):
     """The validator gauntlet. Never relaxed for a weak model or a demo profile."""
 
     order: list[str] = Field(
-        default_factory=lambda: ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
-                                 "agent_run"],
-        description="validators run in this order (cheapest first); the first failure stops the gauntlet",
+        default_factory=lambda: ["schema", "dedup", "answerable", "leakage", "shortcut", "closed_book", "solvability",
+                                 "necessity", "agent_run"],
+        description="validators run in this order (cheapest first); the first failure stops the gauntlet (dedup: "
+        "against the tasks known when the candidate was drawn; the driver checks again when it settles)",
     )
     answer_max_tokens: int = Field(8, ge=1, description="a longer reference answer is rejected as not short")
     min_support: int = Field(2, ge=1, description="support chunks a multi-hop cell needs")
@@ -111,9 +121,17 @@ class GenerateSettings(Section):
     attempts_per_task: int = Field(10, ge=1, description="default candidate budget: n x this")
     dedup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
     dedup_perm: int = Field(128, ge=16)
-    concurrency: int = Field(1, ge=1, description="candidates in flight")
-    lookahead: int | None = Field(None, ge=1, description="flows: candidates drawn ahead of the oldest unsettled one "
-                                  "(default 2 x concurrency; the same value gives the same tasks on any runner)")
+    concurrency: Count | Auto = Field(
+        "auto", description="candidates in flight; auto: llm.server_capacity for a server (openai specs), within "
+        "memory_budget_mb, else 1 (factory/capacity.py). The lookahead caps it: more adds nothing")
+    lookahead: Count | Auto = Field(
+        "auto", description="candidates drawn ahead of the oldest unsettled one; it caps candidates in flight. The "
+        "tasks depend on it, never on the concurrency: one seed and one lookahead give the same tasks at any "
+        "concurrency, on any runner. auto: twice llm.server_capacity for a server (so a slow candidate at the "
+        "head does not empty the slots behind it), else 4")
+    memory_budget_mb: int = Field(1024, ge=1, description="memory the candidates in flight may take beyond the run's "
+                                  "shared context (about 5 MB each, measured by bench/throughput.py): caps auto "
+                                  "concurrency")
 
 
 class BuildSettings(Section):

@@ -8,7 +8,9 @@ order. Two users, one sketch:
 
 * ``TaskDeduper``: the generation loop's check of a passed candidate against the tasks
   accepted before it (a linear scan: a run accepts thousands of tasks at most, and LSH
-  misses pairs near the threshold), with check and registration under one lock;
+  misses pairs near the threshold), with check and registration under one lock; and a
+  candidate's early check of its draft against the tasks known when it was drawn
+  (``find`` among given ids, registering nothing);
 * ``SimilarityIndex``: the training export's lookup of which tasks a question or
   support set hits (MinHash LSH over a whole store's tasks).
 """
@@ -49,48 +51,73 @@ class Duplicate:
     of: str    # the task it duplicates
     jaccard: float = 1.0
 
+    def describe(self) -> str:
+        return f"{self.kind.replace('_', ' ')} of accepted task {self.of} (jaccard {self.jaccard})"
+
 
 class TaskDeduper:
     def __init__(self, threshold: float = 0.7, num_perm: int = 128) -> None:
         self.threshold = threshold
         self.num_perm = num_perm
         self._hashes: dict[str, MinHash] = {}
-        self._supports: dict[str, str] = {}
+        self._supports: dict[str, str] = {}  # support key -> the first task registered with it
+        self._keys: dict[str, str] = {}  # task -> its support key
         self._lock = threading.Lock()
 
-    def _find(self, task_id: str, question: str, support: list[str], lang: str) -> tuple[Duplicate | None, MinHash]:
-        mh = question_sketch(question, lang, self.num_perm)
-        key = support_key(support)
-        if key in self._supports and self._supports[key] != task_id:
-            return Duplicate("same_support", self._supports[key]), mh
+    def _find(self, task_id: str, mh: MinHash, key: str, among: Iterable[str] | None = None) -> Duplicate | None:
+        if among is None:
+            if key in self._supports and self._supports[key] != task_id:
+                return Duplicate("same_support", self._supports[key])
+            others: Iterable[tuple[str, MinHash]] = self._hashes.items()
+        else:
+            ids = sorted(t for t in set(among) if t in self._hashes and t != task_id)
+            same = next((t for t in ids if self._keys[t] == key), None)
+            if same is not None:
+                return Duplicate("same_support", same)
+            others = [(t, self._hashes[t]) for t in ids]
         best: Duplicate | None = None
-        for other, their in self._hashes.items():
+        for other, their in others:
             if other == task_id:
                 continue
             jaccard = mh.jaccard(their)
             if jaccard >= self.threshold and (best is None or jaccard > best.jaccard):
                 best = Duplicate("near_duplicate_question", other, round(jaccard, 3))
-        return best, mh
+        return best
+
+    def find(self, question: str, support: Iterable[str], lang: str, *, among: Iterable[str],
+             task_id: str = "") -> Duplicate | None:
+        """The duplicate among the registered tasks ``among``, if any; registers nothing."""
+        mh = question_sketch(question, lang, self.num_perm)
+        with self._lock:
+            return self._find(task_id, mh, support_key(support), among)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._hashes
 
     def check_and_add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> Duplicate | None:
         """The duplicate found, or None after registering this task as accepted."""
         support = list(support)
+        mh = question_sketch(question, lang, self.num_perm)
         with self._lock:
             if task_id in self._hashes:
                 return None  # already registered (a resumed run re-seeing its own task)
-            found, mh = self._find(task_id, question, support, lang)
+            found = self._find(task_id, mh, support_key(support))
             if found is None:
                 self._add(task_id, mh, support)
             return found
 
     def add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> None:
+        if task_id in self._hashes:
+            return
+        mh = question_sketch(question, lang, self.num_perm)
         with self._lock:
             if task_id not in self._hashes:
-                self._add(task_id, question_sketch(question, lang, self.num_perm), list(support))
+                self._add(task_id, mh, list(support))
 
     def _add(self, task_id: str, mh: MinHash, support: list[str]) -> None:
         self._hashes[task_id] = mh
-        self._supports.setdefault(support_key(support), task_id)
+        self._keys[task_id] = support_key(support)
+        self._supports.setdefault(self._keys[task_id], task_id)
 
 
 # -------------------------------------------------------------------- training

@@ -172,7 +172,7 @@ def generate_candidates(run_id: str) -> RunReport:
 def run_generation_step(run: GenerationRun, task_runner: str) -> RunReport:
     """The candidates of a run on the chosen task runner, until its budget is spent."""
     driver, worker, state = start_run(run)
-    runner = make_task_runner(task_runner, run.limits.concurrency, run.settings)
+    runner = make_task_runner(task_runner, run.limits.in_flight, run.settings)
     _LIVE[run.run_id] = (run, driver, worker, state)
     try:
         return generate_candidates.with_options(task_runner=runner)(run.run_id)

@@ -60,8 +60,8 @@ def test_accept_path_writes_tasks_with_lineage(world_store):
     assert len(tasks) == 2
     for task in tasks:
         assert len(task["support_chunk_ids"]) >= 2 and task["answer_chunk_id"] in task["support_chunk_ids"]
-        assert task["validators"] == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability",
-                                      "necessity"]
+        assert task["validators"] == ["schema", "dedup", "answerable", "leakage", "shortcut", "closed_book",
+                                      "solvability", "necessity"]
         assert task["skipped_validators"] == ["agent_run"]  # off: skipped, never listed as passed
         assert task["revisions"] == 0
     verdicts = store.query("SELECT validator, ok, skipped FROM verdicts WHERE candidate_id = ? ORDER BY step",
@@ -184,6 +184,9 @@ def test_finished_candidate_is_not_redone(world_store):
         ctx.writer.append("candidates", [first.settled(status="accepted").row()])
         ctx.writer.flush()
     calls = world.calls
+    ctx.close()
+    # the next try of the run (a resume) builds its context from the store: the candidate is finished
+    ctx = make_context(store, index, world.llm(), world_settings(), lang="en", run_id="once", seed=5, taxonomy=taxonomy)
     again = run_candidate(job, ctx)
     assert world.calls == calls and again.resumed and again.status in {"accepted", "rejected"}
     ctx.close()

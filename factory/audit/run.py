@@ -32,6 +32,7 @@ from factory.audit.checks import (
 from factory.audit.inputs import AuditInput, load_audit_input
 from factory.audit.prepare import IndexInfo, load_into_store, open_audit_index
 from factory.audit.question import QuestionAudit
+from factory.capacity import resolve_concurrency
 from factory.clock import utc_now
 from factory.errors import FactoryError
 from factory.records import Draft, Verdict
@@ -129,7 +130,7 @@ def run_audit(
     if gateway is None and llm_spec:
         from factory.llm.registry import make_gateway
 
-        gateway, owned = make_gateway(llm_spec, settings.llm, store, stage_default="audit", run_id=audit_id), True
+        gateway, owned = make_gateway(llm_spec, settings, store, stage_default="audit", run_id=audit_id), True
     try:
         ctx = _context(settings, store, index, index_info, gateway, agent)
         items = _audit_all(data, ctx, settings, lang, set(selected), gateway is not None, agent, progress)
@@ -185,7 +186,9 @@ def _audit_all(data: AuditInput, ctx: ValidationContext, settings: Settings, lan
                 progress(done[0], len(items))
         return item
 
-    workers = settings.llm.concurrency if llm else 1
+    # questions in parallel: as many as the gateway lets calls out (its resolved llm.concurrency)
+    workers = (getattr(ctx.llm, "concurrency", None)
+               or resolve_concurrency(settings.llm, settings.generate).llm_calls) if llm else 1
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(one, items))
 

@@ -104,7 +104,8 @@ def build_benchmark_command(
     console.print(
         f"build {plan.run_id}: {plan.lang} corpus {plan.corpus} -> {plan.out} "
         f"(n={plan.n}, llm={plan.settings.llm.spec}, profile={plan.settings.build.profile}, "
-        f"{plan.limits.concurrency} in flight, at most {plan.limits.max_attempts} candidates)"
+        f"{plan.limits.in_flight} in flight, lookahead {plan.limits.lookahead}, "
+        f"at most {plan.limits.max_attempts} candidates)"
     )
     started = time.monotonic()
     if live and console.is_terminal:

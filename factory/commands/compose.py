@@ -57,7 +57,7 @@ def compose_command(
     selection = SelectionIndex.load(the_store, lang)
     if not selection.chunk_ids:
         raise FactoryError(f"{store}: no entity mentions in {lang!r}; run `factory ingest` with entities first")
-    gateway = make_gateway(settings.llm.spec, settings.llm, store=the_store, stage_default="compose",
+    gateway = make_gateway(settings.llm.spec, settings, store=the_store, stage_default="compose",
                            run_id=f"compose-{uuid.uuid4().hex[:8]}")
     sampler = CellSampler(tax, settings.seed, lang)
     used: set[frozenset[str]] = set()

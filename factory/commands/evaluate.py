@@ -57,7 +57,7 @@ def eval_command(
             from factory.store import Store
 
             trace_store = Store(store or out / "store")
-            gateway = make_gateway(settings.llm.spec, settings.llm, trace_store, stage_default="eval")
+            gateway = make_gateway(settings.llm.spec, settings, trace_store, stage_default="eval")
         with Progress(
             TextColumn(f"[bold]{kind}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=console, transient=True, disable=kind != "agent",

@@ -20,7 +20,7 @@ from factory.generate.context import CandidateContext, ContextSpec, context_for
 from factory.generate.drafting import Drafted, draft_for_cell
 from factory.generate.judge import Judgement, judge
 from factory.generate.metering import Metered
-from factory.generate.outcome import FINAL, CandidateOutcome
+from factory.generate.outcome import CandidateOutcome
 from factory.generate.scheduler import Job
 from factory.records import Cell, Draft, Task, Verdict
 from factory.taxonomy import candidate_rng
@@ -104,9 +104,9 @@ def difficulty_figures(result: GauntletResult) -> dict[str, Any]:
 
 def run_candidate(job: Job, ctx: CandidateContext) -> CandidateOutcome:
     """Candidate ``job.index`` from its cell to a passed draft or a recorded rejection; never raises for bad data."""
-    earlier = ctx.store.query("SELECT * FROM candidates WHERE candidate_id = ?", [ctx.candidate_id(job.index)])
-    if earlier and earlier[0]["status"] in FINAL:
-        return CandidateOutcome.from_row(earlier[0])
+    earlier = ctx.finished.get(ctx.candidate_id(job.index))
+    if earlier is not None:
+        return CandidateOutcome.from_row(earlier)
     book = CandidateBook(ctx, job)
     try:
         return _run(book, job)
@@ -119,7 +119,8 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     book.start()
     drafted = book.drafted = draft_for_cell(
         ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings, lang=ctx.lang,
-        candidate_id=book.id, rng=candidate_rng(ctx.seed, job.index, "select"), avoid=ctx.avoid(job))
+        candidate_id=book.id, rng=candidate_rng(ctx.seed, job.index, "select"), avoid=ctx.avoid(job),
+        chunks=ctx.validation.chunks)
     if drafted.stopped == "select":
         # recorded as such: the driver marks the cell unsupported, now and when a run resumes
         return book.reject("select", reason="unsupported_cell" if drafted.structural else "no_subgraph",
@@ -130,11 +131,13 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     book.record_draft(drafted.draft, "compose", None)
     validation = ctx.validation.for_item(book.id, drafted.subgraph)
     validation.llm = book.llm
+    validation.duplicate_of = ctx.duplicates(job)
     def redraft(avoid: set[frozenset[str]]) -> Drafted:
         n = book.reselections + 1
         again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
-                               rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid)
+                               rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid,
+                               chunks=ctx.validation.chunks)
         if again.draft is not None:
             book.drafted = again
         return again

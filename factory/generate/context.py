@@ -12,7 +12,10 @@ The support sets a candidate must not select again: the tasks of the scope's oth
 runs written before the run started, this run's tasks accepted up to the job's
 ``settled_upto`` (read from the store, by candidate index), and those the driver
 accepted since (sent with the job). So a worker that starts late selects exactly as
-one that started first, and a resumed run as an uninterrupted one.
+one that started first, and a resumed run as an uninterrupted one. The same tasks are
+what a candidate's draft is checked against early for duplicates (``duplicates``, the
+gauntlet's ``dedup``), before any expensive validator: a duplicate of a task accepted
+after the draw is only found when the driver settles the candidate.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from factory.generate.scheduler import Job
 from factory.generate.scope import TaskScope
 from factory.graph.select import SelectionIndex
+from factory.index.fixed import FixedIndex
+from factory.task_similarity import Duplicate, TaskDeduper
 from factory.taxonomy import load_taxonomy
-from factory.validate.base import StoreChunks, ValidationContext, store_entity_names
+from factory.validate.base import IndexChunks, StoreChunks, ValidationContext, store_entity_names
 from factory.validate.gauntlet import build_validators
 
 KEEP_CONTEXTS = 2  # runs whose contexts a long-lived worker keeps open
@@ -53,6 +58,13 @@ class CandidateContext:
     writer: Any
     outside: set[frozenset[str]] = field(default_factory=set)  # support sets of the scope's other runs
     run_accepted: list[tuple[int, frozenset[str]]] = field(default_factory=list)  # this run's, by candidate index
+    # every task above, and those jobs brought, sketched once per process for the early duplicate check
+    known: TaskDeduper = field(default_factory=TaskDeduper)
+    outside_ids: set[str] = field(default_factory=set)
+    run_accepted_ids: list[tuple[int, str]] = field(default_factory=list)  # (candidate index, task id)
+    # this run's candidates that had finished when the context was built (by id): a job for one
+    # of them returns its outcome (the driver does not hand them out; a context serves one try)
+    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def candidate_id(self, index: int) -> str:
         return f"{self.run_id}-s{self.seed}-{index:05d}"
@@ -60,6 +72,18 @@ class CandidateContext:
     def avoid(self, job: Job) -> set[frozenset[str]]:
         mine = {support for index, support in self.run_accepted if index <= job.settled_upto}
         return self.outside | mine | {frozenset(chunks) for chunks in job.avoid}
+
+    def duplicates(self, job: Job) -> Callable[[str, Sequence[str]], Duplicate | None]:
+        """The early duplicate check of ``job``'s drafts: against the tasks it selects away from."""
+        for (task_id, question), support in zip(job.questions, job.avoid):
+            self.known.add(task_id, question, support, self.lang)
+        among = (self.outside_ids | {task for index, task in self.run_accepted_ids if index <= job.settled_upto}
+                 | {task_id for task_id, _ in job.questions})
+
+        def duplicate_of(question: str, support: Sequence[str]) -> Duplicate | None:
+            return self.known.find(question, support, self.lang, among=among)
+
+        return duplicate_of
 
     def close(self) -> None:
         self.writer.close()
@@ -77,19 +101,31 @@ def make_context(store: Any, index: Any, llm: Any, settings: Any, *, lang: str, 
         from factory.agent.difficulty import DifficultyChecker
 
         difficulty = DifficultyChecker(index, llm, settings, store)
-    validation = ValidationContext(settings=settings.validation, chunks=StoreChunks(store), searchers=searchers,
+    chunks = StoreChunks(store)
+    if isinstance(index, FixedIndex):  # the run's texts without a query per candidate
+        chunks = IndexChunks(index, chunks)
+    validation = ValidationContext(settings=settings.validation, chunks=chunks, searchers=searchers,
                                    llm=llm, entity_names=store_entity_names(store), difficulty=difficulty)
     validation.get_lexicon()  # built once from the corpus, before candidates run in parallel
-    outside = {frozenset(row["support_chunk_ids"] or []) for row in scope.accepted(store, before=cutoff)
-               if row["run_id"] != run_id}
-    mine = store.query("SELECT c.idx, t.support_chunk_ids FROM tasks t JOIN candidates c ON c.candidate_id = "
-                       "t.candidate_id WHERE t.run_id = ? AND c.status = 'accepted'", [run_id])
+    g = settings.generate
+    known = TaskDeduper(g.dedup_jaccard, g.dedup_perm)
+    others = [row for row in scope.accepted(store, before=cutoff) if row["run_id"] != run_id]
+    mine = store.query("SELECT c.idx, t.task_id, t.question, t.support_chunk_ids FROM tasks t JOIN candidates c "
+                       "ON c.candidate_id = t.candidate_id WHERE t.run_id = ? AND c.status = 'accepted'", [run_id])
+    for row in [*others, *mine]:
+        known.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], lang)
+    finished = store.query("SELECT * FROM candidates WHERE run_id = ? AND status IN ('accepted', 'rejected')",
+                           [run_id])
     return CandidateContext(
         store=store, index=index, llm=llm, settings=settings, lang=lang, run_id=run_id, seed=seed,
         taxonomy=taxonomy or load_taxonomy(settings.compose.taxonomy_dir), selection=SelectionIndex.load(store, lang),
         validation=validation, validators=build_validators(settings.validation.order),
-        writer=store.writer(f"generate-{run_id}"), outside=outside,
+        writer=store.writer(f"generate-{run_id}"),
+        outside={frozenset(row["support_chunk_ids"] or []) for row in others},
         run_accepted=[(int(r["idx"]), frozenset(r["support_chunk_ids"] or [])) for r in mine],
+        known=known, outside_ids={row["task_id"] for row in others},
+        run_accepted_ids=[(int(r["idx"]), r["task_id"]) for r in mine],
+        finished={r["candidate_id"]: r for r in finished},
     )
 
 
@@ -108,11 +144,13 @@ class ContextSpec:
     cutoff: datetime | None = None  # the scope's other tasks written before the run started count for avoidance
 
     @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.run_id, self.seed, self.store)
+    def key(self) -> tuple[str, int, str, datetime | None]:
+        # by try too: a worker that outlives a driver builds a fresh context for the next try
+        # (what the run accepted meanwhile is in the store, not in the old context)
+        return (self.run_id, self.seed, self.store, self.cutoff)
 
 
-_CONTEXTS: "OrderedDict[tuple[str, int, str], tuple[CandidateContext, Any]]" = OrderedDict()
+_CONTEXTS: "OrderedDict[tuple[str, int, str, datetime | None], tuple[CandidateContext, Any]]" = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -138,7 +176,7 @@ def _build(spec: ContextSpec) -> tuple[CandidateContext, Any]:
     settings = Settings(**json.loads(spec.settings_json))
     store = Store(spec.store)
     index = open_index(Path(spec.index_dir), store=store, settings=settings)
-    gateway = make_gateway(settings.llm.spec, settings.llm, store, run_id=spec.run_id)
+    gateway = make_gateway(settings.llm.spec, settings, store, run_id=spec.run_id)
     try:
         scope = TaskScope(run_id=spec.run_id, lang=spec.lang, training_set=spec.training_set)
         ctx = make_context(store, index, gateway, settings, lang=spec.lang, run_id=spec.run_id, seed=spec.seed,

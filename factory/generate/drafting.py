@@ -52,8 +52,12 @@ def draft_for_cell(
     rng: random.Random,
     avoid: set[frozenset[str]] | None = None,
     attempt: int = 0,
+    chunks: Any = None,
 ) -> Drafted:
-    """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose."""
+    """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose.
+
+    ``chunks`` (a ``ChunkSource``, e.g. the run's validation context's) gives the passages'
+    texts; without it they are read from ``store``."""
     out = Drafted(cell=cell)
     try:
         out.subgraph = select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
@@ -63,7 +67,8 @@ def draft_for_cell(
         return out
     c = settings.compose
     out.spec = taxonomy.spec(cell, lang)
-    out.chunk_texts = load_chunk_texts(store, out.subgraph.chunk_ids)
+    ids = out.subgraph.chunk_ids
+    out.chunk_texts = chunks.texts(ids) if chunks is not None else load_chunk_texts(store, ids)
     try:
         out.sheet = build_fact_sheet(out.subgraph, out.chunk_texts, llm, lang, candidate_id,
                                      temperature=c.facts_temperature, max_tokens=c.max_tokens)

@@ -33,6 +33,8 @@ from factory.validate.gauntlet import GauntletResult, run_gauntlet
 UNREVISABLE = {"llm_error", "validator_error", "agent_error", "parse_error", "truncated"}
 # verdict reasons only another subgraph can fix: the answer is fixed by the selection
 RESELECT = {"closed_book_solved"}
+# the early duplicate check's reasons: rejected at once, as the driver rejects a duplicate when it settles
+DUPLICATE = {"near_duplicate_question", "same_support"}
 
 
 class DraftLog(Protocol):
@@ -93,7 +95,7 @@ def next_step(history: list[Judged], *, prunes: int, revisions: int, reselection
     if failure.reason in RESELECT:
         return Step("reselect") if reselections < limits.max_reselections else Step("reject")
     reason = "parse_error" if draft.parse_error and not draft.parse_error.startswith(TRUNCATED) else failure.reason
-    if reason in UNREVISABLE or revisions >= limits.max_revisions:
+    if reason in UNREVISABLE or reason in DUPLICATE or revisions >= limits.max_revisions:
         return Step("reject")
     return Step("revise")
 

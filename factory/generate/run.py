@@ -85,7 +85,7 @@ def run_generation(
     try:
         ctx = make_context(store, index, llm, settings, lang=lang, run_id=run_id, seed=seed, scope=scope,
                            cutoff=settler.started_at, taxonomy=taxonomy, difficulty=difficulty)
-        with ThreadPoolExecutor(max_workers=limits.concurrency, thread_name_prefix="candidate") as pool:
+        with ThreadPoolExecutor(max_workers=limits.in_flight, thread_name_prefix="candidate") as pool:
             report = run_in_order(lambda job: pool.submit(run_candidate, job, ctx), settler, limits, state,
                                   report=RunReport(run_id=run_id, n=n), on_outcome=progress)
     finally:

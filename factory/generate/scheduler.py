@@ -11,9 +11,11 @@ is drawn once candidates ``0 .. i - lookahead`` are settled, and what its draw s
 of the run is exactly those outcomes. So its cell and the support sets it must avoid
 never depend on which worker finished first, nor on whether the run was cut short
 and resumed in between: with a deterministic model the same seed gives the same
-tasks on one thread, a thread pool or a Dask cluster, in one go or after a kill.
-``lookahead`` (at least the concurrency) bounds how far execution may run ahead of
-settling: a slow candidate holds back the draws behind it, not those handed out.
+tasks on one thread, a thread pool or a Dask cluster, in one go or after a kill, and
+at any concurrency: the tasks depend on the lookahead, never on how many candidates
+run at once. The lookahead bounds how far execution may run ahead of settling, so it
+caps the candidates in flight (a concurrency above it adds nothing): a slow candidate
+holds back the draws behind it, not those handed out.
 
 Stop rules, one set for every entry point: the attempt budget is exact (candidates
 beyond it are never drawn). When the target or the token budget is reached, or no
@@ -29,6 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from factory.capacity import SERIAL, resolve_concurrency
 from factory.generate.outcome import CandidateOutcome
 from factory.taxonomy import NoCellsLeft
 
@@ -41,6 +44,7 @@ class Job:
     cell: str
     settled_upto: int = -1  # candidates up to this index were settled when it was drawn
     avoid: tuple[tuple[str, ...], ...] = ()  # support sets this try accepted up to ``settled_upto``
+    questions: tuple[tuple[str, str], ...] = ()  # those tasks' (task id, question), in the same order
 
 
 @dataclass(frozen=True)
@@ -51,25 +55,31 @@ class RunLimits:
     n: int | None = None  # accepted tasks wanted in this run (None: no target)
     max_attempts: int = 10  # candidates of this run, earlier tries of it included
     token_budget: int | None = None
-    concurrency: int = 1
-    lookahead: int | None = None  # default: twice the concurrency
+    concurrency: int = 1  # candidates in flight wanted; the lookahead caps them
+    lookahead: int = SERIAL["lookahead"]  # what the tasks depend on (not the concurrency)
 
     @property
     def window(self) -> int:
-        return max(self.concurrency, self.lookahead or 2 * self.concurrency, 1)
+        return max(1, self.lookahead)
+
+    @property
+    def in_flight(self) -> int:
+        """Candidates that run at once: the concurrency, capped by the lookahead."""
+        return max(1, min(self.concurrency, self.window))
 
     @classmethod
     def from_settings(cls, settings: Any, *, n: int | None, max_attempts: int | None = None,
                       token_budget: int | None = None, concurrency: int | None = None) -> "RunLimits":
-        """Concurrency and lookahead from ``settings.generate`` unless given; attempts default to
-        ``n x generate.attempts_per_task``."""
+        """Concurrency (``concurrency`` beats ``generate.concurrency``) and lookahead as
+        ``factory.capacity`` resolves them; attempts default to ``n x generate.attempts_per_task``."""
         g = settings.generate
         if max_attempts is None:
             if n is None:
                 raise ValueError("a run needs a target or an attempt budget")
             max_attempts = n * g.attempts_per_task
-        return cls(n=n, max_attempts=max_attempts, token_budget=token_budget,
-                   concurrency=concurrency or g.concurrency, lookahead=g.lookahead)
+        resolved = resolve_concurrency(settings.llm, g, candidates=concurrency)
+        return cls(n=n, max_attempts=max_attempts, token_budget=token_budget, concurrency=resolved.candidates,
+                   lookahead=resolved.lookahead)
 
 
 @dataclass
@@ -200,7 +210,7 @@ class _InOrder:
             self.next_index = next(self.indices)
 
     def submit_waiting(self) -> None:
-        while self.waiting and len(self.inflight) < self.limits.concurrency:
+        while self.waiting and len(self.inflight) < self.limits.in_flight:
             job = self.waiting.popleft()
             future = self.submit(job)
             self.inflight[future] = job.index
@@ -260,7 +270,7 @@ def run_in_order(
     report: RunReport | None = None,
     on_outcome: Callable[[CandidateOutcome, RunReport], None] | None = None,
 ) -> RunReport:
-    """Keep ``limits.concurrency`` candidates in flight; draw and settle in candidate order.
+    """Keep ``limits.in_flight`` candidates in flight; draw and settle in candidate order.
 
     ``submit(job)`` returns a future with ``add_done_callback`` and ``result`` (a
     concurrent, Prefect or Dask future) resolving to a ``CandidateOutcome``; one that

@@ -71,7 +71,8 @@ class Settler:
             self.sampler.mark_unsupported(Cell.parse(key), reason)
         self._drawn_upto = 0  # cells of candidates below this are counted as drawn
         self._applied_upto = -1  # settled candidates up to this are counted in the sampler
-        self.accepted_here: list[tuple[int, tuple[str, ...]]] = []  # (index, support set) accepted by this try
+        # (index, support set, task id, question) of the tasks this try accepted
+        self.accepted_here: list[tuple[int, tuple[str, ...], str, str]] = []
         self.refreshed_at = self.started_at
         self.writer = store.writer(f"settle-{run_id}")
 
@@ -114,8 +115,9 @@ class Settler:
             cell = self.sampler.draw(index).key  # counts itself as drawn
             self.cells[index] = cell
         self._drawn_upto = index + 1
-        avoid = tuple(support for i, support in self.accepted_here if i <= settled_upto)
-        return Job(index=index, cell=cell, settled_upto=settled_upto, avoid=avoid)
+        seen = [a for a in self.accepted_here if a[0] <= settled_upto]
+        return Job(index=index, cell=cell, settled_upto=settled_upto, avoid=tuple(a[1] for a in seen),
+                   questions=tuple((a[2], a[3]) for a in seen))
 
     def _count_drawn(self, cell: str) -> None:
         self.sampler.drawn[cell] = self.sampler.drawn.get(cell, 0) + 1
@@ -130,8 +132,10 @@ class Settler:
             self._refresh()
             final = self._accept_unless_duplicate(outcome)
         if final.status == "accepted":
-            support = tuple(outcome.task.support_chunk_ids) if outcome.task else ()
-            self.accepted_here.append((outcome.index, support))
+            task = outcome.task
+            support = tuple(task.support_chunk_ids) if task else ()
+            self.accepted_here.append((outcome.index, support, task.task_id if task else final.candidate_id,
+                                       task.question if task else ""))
             self.history[outcome.index] = Settled(outcome.cell, support=support)
             self.known.add(final.candidate_id)
         else:
@@ -143,9 +147,8 @@ class Settler:
         assert task is not None
         duplicate = self.deduper.check_and_add(outcome.candidate_id, task.question, task.support_chunk_ids, task.lang)
         if duplicate is not None:
-            feedback = f"{duplicate.kind.replace('_', ' ')} of accepted task {duplicate.of} (jaccard {duplicate.jaccard})"
             final = outcome.settled(status="rejected", stage="dedup", validator="dedup", reason=duplicate.kind,
-                                    feedback=feedback, task_id=None)
+                                    feedback=duplicate.describe(), task_id=None)
             self.writer.append("candidates", [final.row()])
             self.writer.flush()
             return final

@@ -81,7 +81,9 @@ class FactoryFake:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._composed: dict[str, tuple[str, list[str]]] = {}  # question -> (answer, one probe per passage)
+        # question -> every (answer, one probe per passage) it was composed with: two candidates may
+        # compose one question from different passages, and which came first must not matter
+        self._composed: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
 
     # ------------------------------------------------------------ dispatch
     def __call__(self, request: LLMRequest) -> Any:
@@ -174,7 +176,7 @@ class FactoryFake:
             question = QUESTION_BARE[lang].format(noun=noun)
         probes = [self._probe(facts[p][0], lang) for p in labels if facts.get(p)]
         with self._lock:
-            self._composed[_norm(question)] = (answer, probes)
+            self._composed.setdefault(_norm(question), set()).add((answer, tuple(probes)))
         passages = dict(_PASSAGE.findall(user))
         steps = [{"passage": p, "quote": self._quote_of(passages.get(p, ""), answer if p == answer_label else ""),
                   "finding": f"{p} gives the next link" if lang == "en" else f"{p} даёт следующее звено"}
@@ -263,10 +265,11 @@ class FactoryFake:
     def solve(self, user: str) -> dict[str, Any]:
         question = self._question_in(user)
         with self._lock:
-            known = self._composed.get(_norm(question))
+            known = sorted(self._composed.get(_norm(question), ()))
         evidence = _norm(user)
-        if known and all(_norm(p) in evidence for p in known[1]):
-            return {"reasoning": "Each passage gives one step of the chain.", "answer": known[0], "other_answers": []}
+        found = next((answer for answer, probes in known if all(_norm(p) in evidence for p in probes)), None)
+        if found is not None:
+            return {"reasoning": "Each passage gives one step of the chain.", "answer": found, "other_answers": []}
         return {"reasoning": "The passages do not connect to an answer.", "answer": "unknown", "other_answers": []}
 
     @staticmethod

@@ -15,6 +15,7 @@ from factory.settings import LLMSettings
 
 if TYPE_CHECKING:
     from factory.llm.gateway import Gateway
+    from factory.settings import Settings
     from factory.store import Store
 
 Factory = Callable[[LLMSpec, LLMSettings], LLM]
@@ -92,12 +93,20 @@ def require_language(spec: str, lang: str) -> None:
         )
 
 
-def make_gateway(spec: str | None = None, settings: LLMSettings | None = None, store: "Store | None" = None, **kwargs: Any) -> "Gateway":
-    """A gateway over ``make_llm(spec, settings)`` with the settings' concurrency and repair."""
-    from factory.llm.gateway import Gateway
+def make_gateway(spec: str | None = None, settings: "LLMSettings | Settings | None" = None, store: "Store | None" = None,
+                 **kwargs: Any) -> "Gateway":
+    """A gateway over ``make_llm(spec, settings)`` with the settings' concurrency and repair.
 
-    settings = settings or LLMSettings()
-    kwargs.setdefault("concurrency", settings.concurrency)
+    ``settings`` is the whole ``Settings`` (or its ``llm`` section, then the generation
+    settings are the defaults): ``llm.concurrency = auto`` follows the candidates in flight
+    (``factory.capacity.resolve_concurrency``)."""
+    from factory.capacity import resolve_concurrency
+    from factory.llm.gateway import Gateway
+    from factory.settings import GenerateSettings
+
+    generate = getattr(settings, "generate", None) or GenerateSettings()
+    settings = getattr(settings, "llm", settings) or LLMSettings()
+    kwargs.setdefault("concurrency", resolve_concurrency(settings, generate, spec=spec).llm_calls)
     kwargs.setdefault("repair", settings.repair)
     kwargs.setdefault("recheck_store_on_miss", settings.recheck_store_on_miss)
     return Gateway(make_llm(spec, settings), store, **kwargs)

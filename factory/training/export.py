@@ -224,7 +224,7 @@ def export_training(
         if llm is None:
             from factory.llm.registry import make_gateway
 
-            llm = gateway = make_gateway(spec, settings.llm, store, run_id=run_id, stage_default="training")
+            llm = gateway = make_gateway(spec, settings, store, run_id=run_id, stage_default="training")
         try:
             for lang in sorted({t.lang for t in sft}):
                 lang_sft = [t for t in sft if t.lang == lang]

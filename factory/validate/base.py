@@ -82,6 +82,36 @@ class StoreChunks:
         return [r["text"] or "" for r in rows]
 
 
+class IndexChunks:
+    """Chunk texts from a fixed index (memory-mapped, no query), the store for any other id.
+
+    A run's index holds the texts of the store's current chunks of its language (opening
+    it checks their fingerprint), so this answers as ``StoreChunks`` does, without a DuckDB
+    connection per candidate. Ids the index lacks (another language's, or none at all) go
+    to the store, as do the lexicon's texts."""
+
+    def __init__(self, index: Any, store: StoreChunks) -> None:
+        self.index = index
+        self.store = store
+
+    def _split(self, chunk_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        inside = [c for c in chunk_ids if c in self.index]
+        return inside, [c for c in chunk_ids if c not in self.index]
+
+    def texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        inside, outside = self._split(chunk_ids)
+        found = {c: self.index.text(c) or "" for c in inside} | (self.store.texts(outside) if outside else {})
+        return {c: found[c] for c in chunk_ids if c in found}
+
+    def titles(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        inside, outside = self._split(chunk_ids)
+        found = {c: self.index.title(c) or "" for c in inside} | (self.store.titles(outside) if outside else {})
+        return {c: found[c] for c in chunk_ids if c in found}
+
+    def all_texts(self, limit: int = 50_000) -> list[str]:
+        return self.store.all_texts(limit)
+
+
 def store_entity_names(store: Any) -> Callable[[str], list[str]]:
     """Resolve an entity key to its name and aliases from the store (empty when unknown).
 
@@ -120,6 +150,8 @@ class ValidationContext:
     difficulty: Any = None  # factory.agent.difficulty.DifficultyChecker when the agent run is on
     known_chunk_ids: Callable[[Sequence[str]], set[str]] | None = None
     item_id: str = ""
+    # (question, support) -> the duplicate among the tasks known when the candidate was drawn, or None
+    duplicate_of: Callable[[str, Sequence[str]], Any] | None = None
 
     def for_item(self, item_id: str, subgraph: Subgraph | None = None) -> "ValidationContext":
         """A copy for one candidate (shares caches and clients)."""

@@ -15,6 +15,7 @@ from factory.validate.agent_run import AgentRunValidator
 from factory.validate.answerable import AnswerableValidator
 from factory.validate.base import ValidationContext, Validator, timed_check
 from factory.validate.closed_book import ClosedBookValidator
+from factory.validate.dedup import DedupValidator
 from factory.validate.leakage import LeakageValidator
 from factory.validate.necessity import NecessityValidator
 from factory.validate.schema import SchemaValidator
@@ -23,6 +24,7 @@ from factory.validate.solvability import SolvabilityValidator
 
 VALIDATORS: dict[str, Callable[[], Validator]] = {
     "schema": SchemaValidator,
+    "dedup": DedupValidator,
     "answerable": AnswerableValidator,
     "leakage": LeakageValidator,
     "shortcut": ShortcutValidator,

@@ -15,6 +15,7 @@ from training_helpers import (CORPUS_EN, copy_store, factory_generate, prepare_s
 
 pytestmark = pytest.mark.usefixtures("relaxed_shortcut")
 SEED, N, ATTEMPTS, CONCURRENCY = 5, 50, 10, 2
+LOOKAHEAD = 4  # generate.lookahead's default (auto) for the fakes: it, not the concurrency, fixes the tasks
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +23,20 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_store(tmp_path_factory.mktemp("one_loop") / "store")
 
 
-def _build_step(store: Path, out: Path) -> str:
+def _build_step(store: Path, out: Path, concurrency: int = CONCURRENCY) -> str:
     """The generation step of `build-benchmark --seed SEED ...`, candidates on worker contexts."""
     from factory.generate import GenerationRun, close_contexts, run_in_order, run_job, start_run
     from factory.params import BuildParams
     from flows.build_benchmark import resolve_build
 
     plan = resolve_build(BuildParams(lang="en", corpus=str(CORPUS_EN), n=N, llm_spec="fake:factory", out=str(out),
-                                     store=str(store), seed=SEED, concurrency=CONCURRENCY, max_attempts=ATTEMPTS))
+                                     store=str(store), seed=SEED, concurrency=concurrency, max_attempts=ATTEMPTS))
     run = GenerationRun(store=str(plan.store_path), index_dir=str(plan.index_dir), settings=plan.settings,
                         lang="en", run_id=plan.run_id, seed=plan.settings.seed, limits=plan.limits)
     driver, spec, state = start_run(run)
     try:
-        with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        assert run.limits.lookahead == LOOKAHEAD and run.limits.in_flight == min(concurrency, LOOKAHEAD)
+        with ThreadPoolExecutor(max_workers=run.limits.in_flight) as pool:
             run_in_order(lambda job: pool.submit(run_job, job, spec), driver, run.limits, state)
     finally:
         driver.close()
@@ -51,3 +53,14 @@ def test_generate_twice_and_the_build_step_give_the_same_tasks(prepared: Path, t
     assert len(candidates) == ATTEMPTS and len(tasks) >= 1 and one["rejected"] >= 1
     assert run_outcomes(second, two["run_id"]) == (candidates, tasks)  # the same tasks and the same rejections
     assert run_outcomes(built, _build_step(built, tmp_path / "bench")) == (candidates, tasks)
+
+
+def test_the_same_tasks_at_any_concurrency(prepared: Path, tmp_path: Path) -> None:
+    """One seed and one lookahead: one candidate at a time and three in flight accept the same
+    tasks and reject the same candidates (the lookahead caps the candidates in flight)."""
+    serial, parallel = (copy_store(prepared, tmp_path / name) for name in ("serial", "parallel"))
+    one = run_outcomes(serial, _build_step(serial, tmp_path / "bench-1", concurrency=1))
+    three = run_outcomes(parallel, _build_step(parallel, tmp_path / "bench-3", concurrency=3))
+    candidates, tasks = one
+    assert len(candidates) == ATTEMPTS and tasks and any(c["status"] == "rejected" for c in candidates)
+    assert three == one

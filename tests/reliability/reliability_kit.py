@@ -53,16 +53,16 @@ class DurableFactoryFake(FactoryFake):
                     entry = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                self._composed[entry["question"]] = (entry["answer"], entry["probes"])
+                self._composed.setdefault(entry["question"], set()).add((entry["answer"], tuple(entry["probes"])))
 
     def draft(self, user: str) -> dict[str, Any]:
         out = super().draft(user)
         key = _norm(out["question"])
         with self._lock:
-            answer, probes = self._composed[key]
-            line = json.dumps({"question": key, "answer": answer, "probes": probes}, ensure_ascii=False)
+            lines = [json.dumps({"question": key, "answer": answer, "probes": list(probes)}, ensure_ascii=False)
+                     for answer, probes in sorted(self._composed[key])]
             with open(self.memory, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+                handle.write("".join(line + "\n" for line in lines))
                 handle.flush()
                 os.fsync(handle.fileno())
         return out
@@ -220,8 +220,8 @@ class ObeyingFake(FactoryFake):
             out["steps"] = steps
         key = _norm(out["question"])
         with self._lock:  # the evidence reader now believes the payload is this question's answer
-            probes = self._composed.get(key, ("", []))[1]
-            self._composed[key] = (PAYLOAD, probes)
+            composed = self._composed.get(key) or {("", ())}
+            self._composed[key] = {(PAYLOAD, probes) for _, probes in composed}
         return out
 
 

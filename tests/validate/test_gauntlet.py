@@ -63,8 +63,8 @@ def test_gauntlet_turns_a_crash_into_a_verdict():
 
 def test_build_validators_in_settings_order_and_unknown_names():
     names = [v.name for v in build_validators(ValidateSettings().order)]
-    assert names == ["schema", "answerable", "leakage", "shortcut", "closed_book", "solvability", "necessity",
-                     "agent_run"]
+    assert names == ["schema", "dedup", "answerable", "leakage", "shortcut", "closed_book", "solvability",
+                     "necessity", "agent_run"]
     with pytest.raises(UnknownValidator):
         build_validators(["schema", "vibes"])
 
@@ -195,3 +195,30 @@ def test_schema_refuses_vague_ungrounded_or_copied_drafts(update, reason):
     draft = clean_cases("en", 1)[0].draft.model_copy(update=update)
     verdict = SchemaValidator().check(draft, _ctx())
     assert not verdict.ok and verdict.reason == reason and verdict.feedback
+
+
+def test_dedup_rejects_a_known_task_before_any_costly_check_and_skips_outside_a_run():
+    from factory.task_similarity import TaskDeduper
+
+    draft = clean_cases("en", 1)[0].draft
+    validators = build_validators(ValidateSettings().order)
+    assert [v.name for v in validators][:2] == ["schema", "dedup"]  # right after the schema
+    outside = run_gauntlet(draft, _ctx(), validators[:2])
+    assert outside.passed and outside.skipped_names == ["dedup"]
+    assert outside.verdicts[1].reason == "no_task_list"
+
+    known = TaskDeduper()
+    known.add("t-same", draft.question, ["other-1", "other-2"], "en")  # the same question, other passages
+    known.add("t-later", "An unrelated question about rivers and their bridges", draft.support_chunk_ids, "en")
+    later = Recorder("closed_book")
+    ctx = _ctx()
+    ctx.duplicate_of = lambda q, s: known.find(q, s, "en", among={"t-same"})
+    result = run_gauntlet(draft, ctx, [*validators[:2], later])
+    assert result.failure.validator == "dedup" and result.failure.reason == "near_duplicate_question"
+    assert result.failure.figures["of"] == "t-same" and later.seen == 0
+    # a task accepted after the draw is not among those the candidate knows: the driver finds it when settling
+    ctx.duplicate_of = lambda q, s: known.find("Which old mill stood by the second ford?", s, "en", among={"t-same"})
+    assert run_gauntlet(draft, ctx, [*validators[:2], later]).passed and later.seen == 1
+    ctx.duplicate_of = lambda q, s: known.find("Which old mill stood by the second ford?", s, "en",
+                                               among={"t-same", "t-later"})
+    assert run_gauntlet(draft, ctx, validators[:2]).failure.reason == "same_support"
