@@ -25,7 +25,7 @@ from factory.store import Store
 from reliability_kit import accepted_tasks, launcher, repeated_successful_calls, segment_files
 
 SEED = 3
-N = 3
+N = 6  # enough work that each of the ten kills lands while the run still works
 KILLS = 10
 KILL_SEED = 20240613
 RUN_TIMEOUT_S = 300
@@ -82,7 +82,8 @@ def test_ten_sigkills_then_rerun_give_the_uninterrupted_result(world_copy, tmp_p
             while segment_files(store_path, "llm_calls") == before and process.poll() is None:
                 assert time.monotonic() < deadline, log.read_text()[-3000:]
                 time.sleep(0.01)
-            delay = rng.uniform(0.05, max(0.3, reference["elapsed_s"] / 10))
+            # a short slice of new work per try, so all ten kills land before the run is done
+            delay = rng.uniform(0.05, min(0.4, max(0.1, reference["elapsed_s"] / (2 * KILLS))))
             time.sleep(delay)
             assert process.poll() is None, f"run {k} ended before its kill: {log.read_text()[-3000:]}"
             os.killpg(process.pid, signal.SIGKILL)
