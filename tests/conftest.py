@@ -73,19 +73,32 @@ def mixed_corpus(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path)
     return make
 
 
-@pytest.fixture(scope="session")
-def embedded_runtime() -> None:
-    """Before any test loads the embedded model in this process: the ~1,000-token probe in a
-    child process. A runtime that dies by a signal (a native llama.cpp build's AMX kernels)
-    then fails those tests with the reason and the build flags instead of killing the run."""
+def _guarded_probe(command: list[str] | None = None):
+    """The ~1,000-token probe of the embedded model in a child process (``command``: another
+    child to run instead). A death by a signal fails the test with the reason and the build
+    flags instead of killing the test run; otherwise the probe's result."""
     pytest.importorskip("llama_cpp")
     from factory.llm.probe import ProbeCrashed, run_probe
 
     try:
-        run_probe("llamacpp:smollm2-135m", threads=1)
+        result = run_probe("llamacpp:smollm2-135m", threads=1, command=command)
     except ProbeCrashed as exc:
         crashed = str(exc)
     else:
         crashed = ""
     if crashed:  # outside the except block: the message once, without the chained exception
         pytest.fail(crashed, pytrace=False)
+    return result
+
+
+@pytest.fixture(scope="session")
+def guarded_probe():
+    return _guarded_probe
+
+
+@pytest.fixture(scope="session")
+def embedded_runtime() -> None:
+    """Before any test loads the embedded model in this process: the probe in a child process,
+    so a runtime that dies by a signal (a native llama.cpp build's AMX kernels) fails those
+    tests with the reason and the build flags instead of killing the run."""
+    _guarded_probe()

@@ -52,8 +52,6 @@ def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxo
 def attach_first_drafts(candidates: list[ReferenceCandidate], rows: Iterable[dict[str, Any]]) -> list[str]:
     """Put a writer's first drafts (passage labels P1..Pn, as on the worksheets) into the
     candidates; returns problems (unknown index, label or status), nothing is guessed."""
-    from factory.compose.passages import labels_for
-
     by_index = {c.index: c for c in candidates}
     problems: list[str] = []
     for row in rows:
@@ -68,23 +66,13 @@ def attach_first_drafts(candidates: list[ReferenceCandidate], rows: Iterable[dic
         if row.get("status") == "no_honest_question":
             cand.status = "no_honest_question"
             continue
-        labels = labels_for(cand.subgraph)
-        try:
-            steps = [ReasoningStep(chunk_id=labels[s["passage"]], quote=s["quote"], finding=s.get("finding", ""))
-                     for s in row["steps"]]
-            cand.drafts.append(ReferenceDraft(question=row["question"], answer=row["answer"],
-                                              answer_aliases=row.get("answer_aliases", []),
-                                              answer_chunk_id=labels[row["answer_passage"]], steps=steps))
-        except (KeyError, ValidationError) as exc:
-            problems.append(f"index {cand.index}: {type(exc).__name__}: {exc}")
+        _append_draft(cand, row, problems)
     return problems
 
 
 def attach_revisions(candidates: list[ReferenceCandidate], rows: Iterable[dict[str, Any]]) -> list[str]:
     """Add a writer's revision (one row per candidate, labels P1..Pn, ``note`` saying what it
     changed) after the candidate's latest draft; the drafts before it keep their verdicts."""
-    from factory.compose.passages import labels_for
-
     by_index = {c.index: c for c in candidates}
     problems: list[str] = []
     for row in rows:
@@ -98,14 +86,22 @@ def attach_revisions(candidates: list[ReferenceCandidate], rows: Iterable[dict[s
         if row.get("give_up"):  # the writer found no honest revision: the candidate stays refused
             cand.writer_note = (cand.writer_note + " " if cand.writer_note else "") + f"gave up: {row.get('note', '')}"
             continue
-        labels = labels_for(cand.subgraph)
-        try:
-            steps = [ReasoningStep(chunk_id=labels[s["passage"]], quote=s["quote"], finding=s.get("finding", ""))
-                     for s in row["steps"]]
-            cand.drafts.append(ReferenceDraft(question=row["question"], answer=row["answer"],
-                                              answer_aliases=row.get("answer_aliases", []),
-                                              answer_chunk_id=labels[row["answer_passage"]], steps=steps,
-                                              note=row.get("note", "")))
-        except (KeyError, ValidationError) as exc:
-            problems.append(f"index {cand.index}: {type(exc).__name__}: {exc}")
+        _append_draft(cand, row, problems)
     return problems
+
+
+def _append_draft(cand: ReferenceCandidate, row: dict[str, Any], problems: list[str]) -> None:
+    """The writer's draft in ``row`` (passages as labels P1..Pn) after the candidate's drafts,
+    or a problem naming the candidate when the row does not fit its subgraph."""
+    from factory.compose.passages import labels_for
+
+    labels = labels_for(cand.subgraph)
+    try:
+        steps = [ReasoningStep(chunk_id=labels[s["passage"]], quote=s["quote"], finding=s.get("finding", ""))
+                 for s in row["steps"]]
+        cand.drafts.append(ReferenceDraft(question=row["question"], answer=row["answer"],
+                                          answer_aliases=row.get("answer_aliases", []),
+                                          answer_chunk_id=labels[row["answer_passage"]], steps=steps,
+                                          note=row.get("note", "")))
+    except (KeyError, ValidationError) as exc:
+        problems.append(f"index {cand.index}: {type(exc).__name__}: {exc}")

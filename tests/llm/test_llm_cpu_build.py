@@ -49,20 +49,11 @@ def test_the_probe_through_the_fake_backend() -> None:
 
 
 @pytest.mark.slow
-def test_the_embedded_runtime_survives_a_long_prompt_in_a_child_process() -> None:
+def test_the_embedded_runtime_survives_a_long_prompt_in_a_child_process(guarded_probe) -> None:
     """The guard: a build that segfaults on real prompts fails here, with its build flags named,
     instead of killing the test run (the prompt runs in a child process)."""
-    pytest.importorskip("llama_cpp")
     # FACTORY_GUARD_PROBE_COMMAND (a JSON argv) points the guard at another child, to see it fail
-    command = json.loads(os.environ.get("FACTORY_GUARD_PROBE_COMMAND") or "null")
-    try:
-        result = run_probe("llamacpp:smollm2-135m", threads=1, command=command)
-    except ProbeCrashed as exc:
-        crashed = str(exc)
-    else:
-        crashed = ""
-    if crashed:  # outside the except block: the message once, without the chained exception
-        pytest.fail(crashed, pytrace=False)
+    result = guarded_probe(json.loads(os.environ.get("FACTORY_GUARD_PROBE_COMMAND") or "null"))
     assert result.error is None, result.error
     assert result.tokens_in >= 600 and result.tokens_out >= 1
 
