@@ -14,13 +14,13 @@ failure is a Draft with ``parse_error`` and ``raw`` set, for the loop to record.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
 
 from factory.compose.facts import passages_block
 from factory.compose.llm_call import call_llm
-from factory.compose.passages import defuse, entity_aliases, entity_name, labels_for
+from factory.compose.passages import defuse, entity_aliases, entity_name, labels_for, passage_label
 from factory.contract import seed_chunks
 from factory.llm.types import TRUNCATED, LLMRequest, LLMResponse, Sampling
 from factory.prompts import COMPOSER
@@ -40,11 +40,10 @@ Short = Annotated[str, StringConstraints(max_length=ANSWER_CHARS)]
 @lru_cache(maxsize=16)
 def draft_model(n_passages: int) -> type[BaseModel]:
     """The composer's output: every field required, in the order the model should think."""
-    labels = tuple(f"P{i}" for i in range(1, n_passages + 1))
     step = create_model(
         f"DraftStep{n_passages}",
         __config__=ConfigDict(extra="forbid"),
-        passage=(Literal[labels], ...),  # type: ignore[valid-type]
+        passage=(passage_label(n_passages), ...),
         quote=(str, Field(min_length=1, max_length=QUOTE_CHARS)),
         finding=(str, Field(min_length=1, max_length=FINDING_CHARS)),
     )
@@ -54,7 +53,7 @@ def draft_model(n_passages: int) -> type[BaseModel]:
         steps=(list[step], Field(min_length=1, max_length=n_passages + 2)),  # type: ignore[valid-type]
         answer=(str, Field(min_length=1, max_length=ANSWER_CHARS)),
         answer_aliases=(list[Short], Field(max_length=MAX_ALIASES)),
-        answer_passage=(Literal[labels], ...),  # type: ignore[valid-type]
+        answer_passage=(passage_label(n_passages), ...),
         question=(str, Field(min_length=1, max_length=QUESTION_CHARS)),
     )
 

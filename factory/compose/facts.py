@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from factory.compose.llm_call import call_llm
-from factory.compose.passages import defuse, entity_name, labels_for
+from factory.compose.passages import defuse, entity_name, labels_for, passage_label
 from factory.errors import FactoryError
 from factory.llm.types import LLMRequest, Sampling
 from factory.prompts import COMPOSER
@@ -50,11 +50,10 @@ class ComposeError(FactoryError):
 @lru_cache(maxsize=16)
 def facts_model(n_passages: int) -> type[BaseModel]:
     """``{"facts": [{"passage": "P1".."Pn", "statement", "paraphrase"}]}`` for n passages."""
-    labels = tuple(f"P{i}" for i in range(1, n_passages + 1))
     item = create_model(
         f"FactItem{n_passages}",
         __config__=ConfigDict(extra="forbid"),
-        passage=(Literal[labels], ...),  # type: ignore[valid-type]
+        passage=(passage_label(n_passages), ...),
         statement=(str, Field(min_length=1, max_length=FACT_CHARS)),
         paraphrase=(str, Field(min_length=1, max_length=FACT_CHARS)),
     )

@@ -9,6 +9,7 @@ found there are data.
 from __future__ import annotations
 
 import re
+from typing import Any, Literal
 
 from factory.records import Subgraph
 
@@ -21,6 +22,11 @@ def defuse(text: str, limit: int = 0) -> str:
     if limit and len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0] + " …"
     return text.strip()
+
+
+def passage_label(n_passages: int) -> Any:
+    """The type of a field naming one of P1..Pn (the labels the prompts show)."""
+    return Literal[tuple(f"P{i}" for i in range(1, n_passages + 1))]  # type: ignore[valid-type]
 
 
 def labels_for(subgraph: Subgraph) -> dict[str, str]:
