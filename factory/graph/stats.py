@@ -6,7 +6,7 @@ Outputs, all written as Parquet segments of one new *generation*:
 
 * ``entity_links``: which mention keys name one entity, with the rule and the evidence
   (the corpus identity step, ``factory.graph.identity``, which runs first);
-* ``chunk_entities``: which identities each chunk holds;
+* ``chunk_entities``: which identities each chunk holds, with the label its mentions there carry;
 * ``entities``: per identity its label, name, surface forms (of every key linked to it),
   mention count, chunk and document frequency;
 * ``entity_pairs``: per pair of entities sharing a chunk, the chunk and document
@@ -106,9 +106,16 @@ CREATE TEMP TABLE chunk_n AS
     SELECT c.lang, count(*)::DOUBLE AS n
     FROM annotated_chunks a JOIN chunks c ON c.chunk_id = a.chunk_id AND c.content_hash = a.content_hash
     GROUP BY ALL;
+-- the label the chunk's own mentions give (the entity's label is its corpus-wide vote):
+-- where they differ, the name means another thing there ('Барселона' the club, not the city)
 CREATE TEMP TABLE ce AS
-    SELECT cur.lang, cur.key, cur.chunk_id, any_value(cur.doc_id) AS doc_id, count(*) AS n_mentions
-    FROM cur GROUP BY cur.lang, cur.key, cur.chunk_id;
+    WITH per AS (
+        SELECT lang, key, chunk_id, any_value(doc_id) AS doc_id, label, count(*) AS n
+        FROM cur GROUP BY lang, key, chunk_id, label
+    )
+    SELECT lang, key, chunk_id, any_value(doc_id) AS doc_id, sum(n)::BIGINT AS n_mentions,
+           first(label ORDER BY n DESC, label) AS label
+    FROM per GROUP BY lang, key, chunk_id;
 """
 
 _PAIRS = """
@@ -198,8 +205,8 @@ def compute_statistics(store, run_id: str, *, memory_limit: str = MEMORY_LIMIT) 
             _run(con, block)
         _copy(con, store, "entity_links", links_sql, generation, written_at, "ORDER BY q.lang, q.entity_key")
         _copy(con, store, "chunk_entities", """
-            SELECT ce.lang, ce.key AS entity_key, ce.chunk_id, ce.doc_id, l.label, ce.n_mentions
-            FROM ce JOIN ent_label l USING (lang, key)
+            SELECT ce.lang, ce.key AS entity_key, ce.chunk_id, ce.doc_id, ce.label, ce.n_mentions
+            FROM ce
         """, generation, written_at, "ORDER BY q.lang, q.entity_key")
         _copy(con, store, "entities", """
             SELECT e.lang, e.key AS entity_key, l.label, f.name, f.aliases,

@@ -30,9 +30,9 @@ WORLD_EN = [
      [("Dunmere", "location"), ("England", "location"), ("River Ashkel", "location"), ("210,000", "number"),
       ("Dunmere Lighthouse", "other"), ("1788", "date"), ("Harbour Trust", "organization")]),
     ("oswick", "Maren Oswick",
-     "Maren Oswick (born 1952) is an English novelist who grew up near the Ashkel Valley Ironworks. Her novel The Salt "
+     "Maren Oswick (born 1952) is a poet who grew up in England near the Ashkel Valley Ironworks. Her novel The Salt "
      "Ledger won the Corrin Prize in 1994.",
-     [("Maren Oswick", "person"), ("1952", "date"), ("Ashkel Valley Ironworks", "organization"),
+     [("Maren Oswick", "person"), ("1952", "date"), ("England", "location"), ("Ashkel Valley Ironworks", "organization"),
       ("The Salt Ledger", "work"), ("Corrin Prize", "other"), ("1994", "date")]),
     ("ashkel", "River Ashkel",
      "The River Ashkel is 312 kilometres long. It rises on Mount Orrin and flows past Dunmere into Lake Tessaly; "
@@ -45,9 +45,10 @@ WORLD_EN = [
      [("Corrin Prize", "other"), ("England", "location"), ("1960", "date"), ("Corrin Society", "organization"),
       ("Tobias Fenn", "person"), ("Ada Brisk", "person")]),
     ("fenn", "Tobias Fenn",
-     "Tobias Fenn (1931-2004) was a poet born in Dunmere. He won the Corrin Prize in 1971 for Lanterns, and taught "
+     "Tobias Fenn (1931-2004) was a poet born in Dunmere, England. He won the Corrin Prize in 1971 for Lanterns, and taught "
      "at the Harbour Trust school for 12 years.",
-     [("Tobias Fenn", "person"), ("1931", "date"), ("2004", "date"), ("Dunmere", "location"), ("Corrin Prize", "other"),
+     [("Tobias Fenn", "person"), ("1931", "date"), ("2004", "date"), ("Dunmere", "location"), ("England", "location"),
+      ("Corrin Prize", "other"),
       ("1971", "date"), ("Lanterns", "work"), ("Harbour Trust", "organization"), ("12 years", "number")]),
     ("ironworks", "Ashkel Valley Ironworks",
      "The Ashkel Valley Ironworks was an iron foundry opened in 1834 by Edmund Carrow. At its peak it employed 3,400 "
@@ -63,8 +64,9 @@ WORLD_EN = [
      "Ilse Vantongeren (1840-1911) was a Flemish cartographer who charted rivers for 30 years.",
      [("Ilse Vantongeren", "person"), ("1840", "date"), ("1911", "date"), ("30 years", "number")]),
     ("brisk", "Ada Brisk",
-     "Ada Brisk (born 1948) is a poet from Vellmoor. She won the Corrin Prize in 1989 and wrote The Glass Ferry.",
-     [("Ada Brisk", "person"), ("1948", "date"), ("Vellmoor", "location"), ("Corrin Prize", "other"),
+     "Ada Brisk (born 1948) is a poet from Vellmoor, England. She won the Corrin Prize in 1989 and wrote The Glass Ferry.",
+     [("Ada Brisk", "person"), ("1948", "date"), ("Vellmoor", "location"), ("England", "location"),
+      ("Corrin Prize", "other"),
       ("1989", "date"), ("The Glass Ferry", "work")]),
 ]
 
@@ -245,7 +247,9 @@ def test_comparison_candidates(world):
     held = chunk_mentions(world)
     cell = Cell(mechanic="comparison", form="direct", answer_type="person")
     n = TAX.mechanics["comparison"].params["candidates"]
-    sub = select_subgraph(world, cell, "en", random.Random(2), params=SMALL, taxonomy=TAX)
+    # England (8 documents) is the one group here with three people of one kind: poets
+    sub = select_subgraph(world, cell, "en", random.Random(2), params=SMALL.model_copy(update={"bridge_max_df": 8}),
+                          taxonomy=TAX)
     group = sub.constraint_entities[0]
     assert len(sub.bridge_entities) == n and sub.answer_entity is None
     kind = sub.figures["value_kind"]
@@ -260,6 +264,63 @@ def test_comparison_candidates(world):
     ix = SelectionIndex.load(world, "en")
     assert sorted(ix.ent_keys[ix.about(ix.chunk_ids.index(c))] for c in candidate_chunks) == sorted(sub.bridge_entities)
     assert len({doc_of(c) for c in sub.chunk_ids}) == len(sub.chunk_ids)
+    # of one kind by their articles' first sentences: the ironmaster is not compared with poets
+    assert sorted(sub.bridge_entities) == ["ada brisk", "maren oswick", "tobias fenn"]
+    assert {ix.category(ix.key_index(e)) for e in sub.bridge_entities} == {"poet"}
+
+
+def test_comparison_needs_things_of_one_kind(world):
+    """With Oswick a novelist, England's people are two poets, a novelist and an ironmaster:
+    no three of one kind, so no comparison (NER calls all four persons)."""
+    from factory.graph.category import category
+
+    assert category("Maren Oswick (born 1952) is an English novelist who grew up", "en") == "novelist"
+    assert category("Serbia, officially the Republic of Serbia, is a landlocked country in Europe.", "en") == "country"
+    assert category("Prague is the capital and largest city of the Czech Republic.", "en") == "city"
+    assert category("Ключевск — посёлок городского типа на Соломе.", "ru") == "посёлок"
+    assert category("Hymenoptera is a group of insects.", "en") is None  # the head is after "of"
+    ix = SelectionIndex.load(world, "en")
+    ix.categories[ix.key_index("maren oswick")] = "novelist"
+    cell = Cell(mechanic="comparison", form="direct", answer_type="person")
+    with pytest.raises(NoSubgraph, match="of one kind"):
+        select_subgraph(ix, cell, "en", random.Random(2), params=SMALL.model_copy(update={"bridge_max_df": 8}),
+                        taxonomy=TAX)
+
+
+def test_no_comparison_without_articles(store):
+    """News: the values near a name are those of events, so comparison is refused outright."""
+    write_world(store, [(doc, "", text, ents) for doc, _title, text, ents in WORLD_EN], "en")
+    ix = SelectionIndex.load(store, "en")
+    assert ix.about_coverage() == 0
+    cell = Cell(mechanic="comparison", form="direct", answer_type="person")
+    with pytest.raises(NoSubgraph, match="not articles") as err:
+        select_subgraph(ix, cell, "en", random.Random(2), params=SMALL, taxonomy=TAX)
+    assert err.value.structural
+
+
+def test_a_bridge_names_one_kind_of_thing(store):
+    """A name NER reads as a club in one text and a city in another links nothing."""
+    world = [list(doc) for doc in WORLD_EN]
+    for doc in world:
+        if doc[0] == "fenn":
+            doc[3] = [(s, "organization" if s == "Dunmere" else lab) for s, lab in doc[3]]
+    write_world(store, [tuple(d) for d in world], "en")
+    ix = SelectionIndex.load(store, "en")
+    dunmere = ix.key_index("dunmere")
+    fenn, ashkel = ix.chunk_ids.index("fenn_0"), ix.chunk_ids.index("ashkel_0")
+    assert ix.sense(fenn, dunmere) == "organization" and ix.sense(ashkel, dunmere) == "location"
+    assert not ix.same_sense(dunmere, fenn, ashkel)
+    for cell in TAX.cells("en"):
+        if cell.mechanic not in ("chain", "temporal", "calculation"):
+            continue
+        for seed in range(4):
+            try:
+                sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+            except NoSubgraph:
+                continue
+            for (left, right), bridge in zip(zip(sub.chunk_ids, sub.chunk_ids[1:]), sub.bridge_entities):
+                if bridge == "dunmere":
+                    assert "fenn_0" not in (left, right)
 
 
 def test_calculation_operands(world):
@@ -357,3 +418,17 @@ def test_chains_prefer_article_hops_and_never_hide_a_namesake(world):
             assert answer not in names[other] and names[other] not in answer  # e.g. Dunmere / Dunmere Lighthouse
         links.append(sub.figures["about_links"])
     assert links and sum(1 for n in links if n >= 1) >= len(links) * 0.8, links
+
+
+def test_a_cited_source_links_and_answers_nothing(store):
+    """An organisation a text cites as its source is not what the text is about."""
+    world = [list(doc) for doc in WORLD_EN]
+    for doc in world:
+        if doc[0] == "tessaly":
+            doc[2] = doc[2] + " Its ferries carried 40,000 people last year, according to the Harbour Trust."
+    write_world(store, [tuple(d) for d in world], "en")
+    ix = SelectionIndex.load(store, "en")
+    trust = ix.key_index("harbour trust")
+    tessaly, dunmere = ix.chunk_ids.index("tessaly_0"), ix.chunk_ids.index("dunmere_0")
+    assert ix.sense(tessaly, trust) == "source" and ix.plain(dunmere, trust)
+    assert not ix.same_sense(trust, tessaly, dunmere) and not ix.same_sense(trust, tessaly, tessaly)

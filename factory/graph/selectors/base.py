@@ -28,6 +28,15 @@ from factory.records import Cell, Subgraph
 VALUE_LABELS = frozenset({"date", "number"})
 NAMED_LABELS = frozenset({"person", "organization", "location", "work", "event"})
 HUB_FLOOR = 10
+# an organisation a text cites ("сообщает Agence France-Presse", "according to the WHO") is
+# there as the report's source, not as what the text is about: it links nothing and answers
+# nothing there (which agency reported two events is attribution, not knowledge)
+SOURCE = "source"
+_REPORTING = {
+    "en": r"(according to|reported|reports|told|citing|quoted)",
+    "ru": r"(сообщ|переда[её]т|передал|пишет|написал|по данным|по сообщению|со ссылкой|по информации|"
+          r"информирует|цитиру)",
+}
 _YEAR = re.compile(r"\b\d{3,4}\b")
 _DIGIT = re.compile(r"\d")
 
@@ -75,6 +84,10 @@ class SelectionIndex:
     ent_chunks: list[tuple[int, ...]]
     ent_df: list[int]
     chunk_about: list[int] = field(default_factory=list)  # entity the chunk's document is about, or -1
+    # (chunk, entity) -> the label NER gave the entity in that chunk, where it differs from the
+    # entity's own: one name for two things ('Барселона' the club and the city, 'École')
+    off_labels: dict[tuple[int, int], str] = field(default_factory=dict)
+    categories: dict[int, str] = field(default_factory=dict)  # article subject -> what its first sentence says it is
     common_words: frozenset[str] = frozenset()  # lemmas/stems the corpus writes in lower case (Lexicon)
     loaded_s: float = 0.0
     source: str = ""
@@ -170,6 +183,25 @@ class SelectionIndex:
         if 0 not in memo:
             memo[0] = sum(a >= 0 for a in self.chunk_about) / len(self.chunk_about) if self.chunk_about else 0.0
         return memo[0]
+
+    def sense(self, chunk: int, e: int) -> str:
+        """The label the entity carries in that chunk."""
+        return self.off_labels.get((chunk, e), self.ent_label[e])
+
+    def same_sense(self, e: int, a: int, b: int) -> bool:
+        """Does the entity name one kind of thing in chunks ``a`` and ``b``, and is it what both
+        are about rather than their cited source? A link between a football club and a city, or
+        a cinema and a town, that merely share a name is no hop; nor are two reports by Reuters."""
+        sense = self.sense(a, e)
+        return sense != SOURCE and sense == self.sense(b, e)
+
+    def plain(self, chunk: int, e: int) -> bool:
+        """The entity carries its own label in that chunk (not another thing's, not a source's)."""
+        return (chunk, e) not in self.off_labels
+
+    def category(self, e: int) -> str | None:
+        """What the entity's own article says it is ('city', 'poet'), or None."""
+        return self.categories.get(e)
 
     def related(self, a: int, b: int) -> bool:
         """Same or overlapping names ("Singapore" / "the Republic of Singapore"): naming one leaks the other."""
@@ -312,6 +344,53 @@ def _fetch(store: Any, lang: str) -> tuple[list[tuple], dict[str, tuple], str]:
         con.close()
 
 
+def _categories(store: Any, lang: str, chunk_pos: dict[str, int], chunk_about: list[int]) -> dict[int, str]:
+    """Article subject -> the category its article's first sentence gives it. Read only where
+    documents are articles (a fifth of the chunks or more have a subject), from the opening
+    of each document's first chunk."""
+    from factory.graph.category import category
+
+    if sum(a >= 0 for a in chunk_about) < 0.2 * len(chunk_about):
+        return {}
+    con = store.connect()
+    try:
+        rows = con.execute("SELECT chunk_id, substr(text, 1, 400) FROM chunks WHERE lang = ? AND n = 0",
+                           [lang]).fetchall()
+    finally:
+        con.close()
+    out: dict[int, str] = {}
+    for chunk_id, text in rows:
+        c = chunk_pos.get(chunk_id)
+        if c is None or chunk_about[c] < 0:
+            continue
+        found = category(text or "", lang)
+        if found:
+            out.setdefault(chunk_about[c], found)
+    return out
+
+
+_SOURCES_SQL = """
+SELECT DISTINCT m.chunk_id, m.entity_key FROM mentions m
+JOIN chunks c ON c.chunk_id = m.chunk_id AND (m.content_hash IS NULL OR m.content_hash = c.content_hash)
+WHERE c.lang = ? AND m.label = 'organization'
+  AND regexp_matches(lower(substr(c.text, greatest(m.start - 29, 1), least(m.start, 30)) || ' | '
+                           || substr(c.text, m."end" + 1, 30)), ?)
+"""
+
+
+def _sources(store: Any, lang: str) -> list[tuple[str, str]]:
+    """(chunk, entity) where an organisation sits within 30 characters of a reporting verb:
+    the chunk cites it. Matched inside DuckDB, so only the matches cross into Python."""
+    pattern = _REPORTING.get(lang)
+    if pattern is None:
+        return []
+    con = store.connect()
+    try:
+        return [tuple(r) for r in con.execute(_SOURCES_SQL, [lang, pattern]).fetchall()]
+    finally:
+        con.close()
+
+
 def _titles(store: Any, lang: str) -> dict[str, str]:
     con = store.connect()
     try:
@@ -332,6 +411,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
     ent_keys: list[str] = []
     label_votes: list[Counter[str]] = []
     ent_chunks: list[list[int]] = []
+    chunk_label: list[tuple[int, int, str]] = []
     for chunk_id, doc_id, key, label in sorted(rows):
         c = chunk_pos.get(chunk_id)
         if c is None:
@@ -348,6 +428,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         chunk_ents[c].append(e)
         ent_chunks[e].append(c)
         label_votes[e][label] += 1
+        chunk_label.append((c, e, label))
     ent_label, ent_name, ent_aliases, ent_df = [], [], [], []
     for e, key in enumerate(ent_keys):
         label, name, aliases = info.get(key) or (None, None, None)
@@ -357,6 +438,12 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_name.append(name)
         ent_aliases.append([a for a in dict.fromkeys(aliases or []) if a != name][:12])
         ent_df.append(len({chunk_doc[c] for c in ent_chunks[e]}))
+    off_labels = {(c, e): label for c, e, label in chunk_label if label and label != ent_label[e]}
+    del chunk_label
+    for chunk_id, key in _sources(store, lang):
+        c, e = chunk_pos.get(chunk_id), ent_pos.get(key)
+        if c is not None and e is not None:
+            off_labels[(c, e)] = SOURCE
     titles = _titles(store, lang)
     chunk_about = []
     for c, chunk_id in enumerate(chunk_ids):
@@ -369,6 +456,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
                     match = e
                     break
         chunk_about.append(match)
+    categories = _categories(store, lang, chunk_pos, chunk_about) if chunk_about else {}
     return SelectionIndex(
         lang=lang,
         chunk_ids=chunk_ids,
@@ -381,6 +469,8 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_chunks=[tuple(x) for x in ent_chunks],
         ent_df=ent_df,
         chunk_about=chunk_about,
+        off_labels=off_labels,
+        categories=categories,
         common_words=_common_words(store, lang),
         loaded_s=time.perf_counter() - start,
         source=source,

@@ -5,7 +5,9 @@ entity, every chunk comes from a different document, bridges are named things (n
 dates, numbers or nationalities) that are neither hubs nor singletons (document
 frequency bounds), no chunk before the last mentions the answer, the named start
 entity never shares a chunk with the answer (otherwise one search would find both),
-and no bridge or start has a name overlapping the answer's.
+no bridge or start has a name overlapping the answer's, and a bridge names the same kind
+of thing in both its chunks (NER's label there: a club and a city called Барселона are
+two things).
 
 Chain and temporal walk backwards from a random answer of the cell's type (so rare
 types are found as easily as common ones); the calculation walks forward from a
@@ -83,7 +85,7 @@ def walk_back(ix: SelectionIndex, rng: random.Random, params: SelectorParams, an
     """Answer first: a chunk holding the answer, then bridges backwards, each to a chunk in a
     new document that does not mention the answer (so no earlier hop gives it away)."""
     allowed = ix.bridge_set(params)
-    ok_last = [c for c in ix.ent_chunks[answer] if need is None or need(c)]
+    ok_last = [c for c in ix.ent_chunks[answer] if (need is None or need(c)) and ix.plain(c, answer)]
     if not ok_last:
         fail.add("answer has no qualifying chunk")
         return None
@@ -91,8 +93,8 @@ def walk_back(ix: SelectionIndex, rng: random.Random, params: SelectorParams, an
     bridges: list[int] = []
     docs = {ix.chunk_doc[path[0]]}
 
-    def earlier_ok(c: int) -> bool:
-        return answer not in ix.chunk_ents[c] and (need is None or need(c))
+    def earlier_ok(c: int, e: int, after: int) -> bool:
+        return answer not in ix.chunk_ents[c] and (need is None or need(c)) and ix.same_sense(e, c, after)
 
     while len(path) < params.hops:
         options = [e for e in ix.chunk_ents[path[0]]
@@ -100,7 +102,8 @@ def walk_back(ix: SelectionIndex, rng: random.Random, params: SelectorParams, an
         rng.shuffle(options)
         options.sort(key=lambda e: e != ix.about(path[0]))  # the chunk's own subject first
         for e in options:
-            prev = _prefer_articles(ix, chunks_in_new_docs(ix, ix.ent_chunks[e], docs, rng, earlier_ok), e)
+            ok = lambda c, e=e, after=path[0]: earlier_ok(c, e, after)  # noqa: E731
+            prev = _prefer_articles(ix, chunks_in_new_docs(ix, ix.ent_chunks[e], docs, rng, ok), e)
             if prev:
                 path.insert(0, prev[0])
                 bridges.insert(0, e)
@@ -119,8 +122,10 @@ def walk_forward(ix: SelectionIndex, rng: random.Random, params: SelectorParams,
     allowed = ix.bridge_set(params)
     first = rng.choice(pool)
     chunks = _prefer_articles(ix, chunks_in_new_docs(ix, ix.ent_chunks[first], set(), rng, need), first)
+    if chunks:  # the bridge names one kind of thing in both chunks
+        chunks = [c for c in chunks if ix.same_sense(first, c, chunks[0])]
     if len(chunks) < 2:
-        fail.add("bridge without two qualifying chunks in different documents")
+        fail.add("bridge without two qualifying chunks in different documents where it names one kind of thing")
         return None
     path, bridges = [chunks[1], chunks[0]], [first]  # the bridge's own article (if any) second
     docs = {ix.chunk_doc[c] for c in path}
@@ -128,7 +133,8 @@ def walk_forward(ix: SelectionIndex, rng: random.Random, params: SelectorParams,
         options = [e for e in ix.chunk_ents[path[-1]] if e in allowed and e not in bridges]
         rng.shuffle(options)
         for e in options:
-            nxt = chunks_in_new_docs(ix, ix.ent_chunks[e], docs, rng, need)
+            nxt = chunks_in_new_docs(ix, ix.ent_chunks[e], docs, rng,
+                                     lambda c, e=e, last=path[-1]: (need is None or need(c)) and ix.same_sense(e, c, last))
             if nxt:
                 path.append(nxt[0])
                 bridges.append(e)
@@ -150,7 +156,7 @@ def _start(ix: SelectionIndex, rng: random.Random, path: list[int], bridges: lis
         e for e in ix.chunk_ents[path[0]]
         # "not blocked" first: isdisjoint walks the whole tuple even for an empty set, and a
         # common entity's chunks are 100k+ at 1M chunks (most of a calculation's 60-90 ms)
-        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and ix.nameworthy(e)
+        if ix.ent_label[e] in NAMED_LABELS and e not in hidden and ix.nameworthy(e) and ix.plain(path[0], e)
         and (not blocked or blocked.isdisjoint(ix.ent_chunks[e]))
         and not any(ix.related(e, h) for h in hidden)
     ]

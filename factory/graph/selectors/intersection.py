@@ -69,8 +69,11 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
         answer = rng.choice(pool)
         picked: list[int] = []
         constraints: list[int] = []
-        for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng):
-            options = [x for x in ix.chunk_ents[c] if _constraint_ok(ix, x, answer, constraints, params)]
+        # the answer and each clue are what their chunk is about, as the thing their label says:
+        # not a cinema named Тула beside the town, not the agency that reported the news
+        for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng, lambda c: ix.plain(c, answer)):
+            options = [x for x in ix.chunk_ents[c]
+                       if _constraint_ok(ix, x, answer, constraints, params) and ix.plain(c, x)]
             rng.shuffle(options)
             options.sort(key=lambda x: x != ix.about(c))  # the chunk's subject makes the clearest clue
             for x in options:
