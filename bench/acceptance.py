@@ -1,6 +1,6 @@
 """The gauntlet against the strong-writer reference set: does it keep what a strong composer writes?
 
-    python -m bench.acceptance [--langs en,ru] [--dense] [--work DIR]
+    python -m bench.acceptance [--langs en,ru] [--dense] [--work DIR] [--reference-only]
 
 Per language, the shared corpus is ingested (chunks only, no model) into WORK/store-LANG
 and indexed into WORK/index-LANG (BM25; with --dense also the dense model of the
@@ -160,6 +160,8 @@ def main() -> None:
     parser.add_argument("--langs", default="en,ru")
     parser.add_argument("--dense", action="store_true", help="dense and hybrid searchers too (slow to build once)")
     parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "acceptance")
+    parser.add_argument("--reference-only", action="store_true",
+                        help="judge the reference drafts only (the adversarial sets take most of a --dense run)")
     parser.add_argument("--set", default="", help="another fixture set: LANG-SET.jsonl (e.g. draw1, the first draw)")
     args = parser.parse_args()
     if not CORPORA.exists():
@@ -175,6 +177,9 @@ def main() -> None:
         ref = table(lang, judged)
         summary["reference"][lang] = {k: ref[k] for k in ("first", "within_2", "n")}
         summary["validators_run"] = [v.name for v in model_free(settings)]
+        details[lang] = {"reference": ref}
+        if args.reference_only:
+            continue
         sh = single_hop(lang, store, index, settings)
         adv = adversarial(lang, judged, store, index, settings, args.set)
         summary["single_hop_refused"][lang] = sh["share"]

@@ -2,6 +2,7 @@
 
     python -m bench.reference_draw --lang en --store STORE --n 40 --seed 19 \
         --fixture tests/fixtures/reference_drafts/en.jsonl --worksheets /tmp/ref-en
+    python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --attach /tmp/ref-en/drafts.jsonl --first
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise
     python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
 
@@ -87,6 +88,8 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="an ingested store with entities (for the draw)")
     parser.add_argument("--revise", action="store_true", help="judge the fixture and write revision worksheets")
     parser.add_argument("--attach", type=Path, help="add a writer's revisions (JSON lines) to the fixture")
+    parser.add_argument("--first", action="store_true", help="with --attach: the rows are first drafts (or "
+                        "no_honest_question records)")
     parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--seed", type=int, default=19)
@@ -98,14 +101,15 @@ def main() -> None:
         print(f"{n} revision worksheets in {args.worksheets}; verdicts recorded in {args.fixture}")
         return
     if args.attach:
-        from factory.reference.draw import attach_revisions
+        from factory.reference.draw import attach_first_drafts, attach_revisions
         from factory.reference.records import read_reference
 
         candidates = read_reference(args.fixture)
-        problems = attach_revisions(candidates, [json.loads(line) for line in args.attach.read_text().splitlines()
-                                                 if line.strip()])
+        attach = attach_first_drafts if args.first else attach_revisions
+        problems = attach(candidates, [json.loads(line) for line in args.attach.read_text(encoding="utf-8").splitlines()
+                                       if line.strip()])
         write_reference(args.fixture, candidates)
-        print("\n".join(problems) or f"revisions from {args.attach} added to {args.fixture}")
+        print("\n".join(problems) or f"{'first drafts' if args.first else 'revisions'} from {args.attach} added to {args.fixture}")
         return
     if args.store is None:
         raise SystemExit("--store is needed to draw")
