@@ -6,7 +6,8 @@ passage (case, spacing, quote marks and dashes aside). Every support passage mus
 cited; where the contract has seed passages (factory/contract.py), the path starts at
 one; and the answer must be reached: written in a quote, or in the answer passage (its
 text or title) that a step cites, or, for a computed number, obtained from two quoted
-numbers by a difference, sum, product or ratio. It runs for every composer: a draft a model cannot back with its passages fails
+numbers by a difference, sum, product or ratio (for a calculation, one number from each of two
+steps). It runs for every composer: a draft a model cannot back with its passages fails
 here, cheaply, before any search or model call.
 """
 
@@ -56,18 +57,23 @@ def _numbers(text: str, lang: str) -> list[float]:
     return out
 
 
-def computed(answer: str, quotes: list[str], lang: str) -> bool:
-    """The answer's number is a difference, sum, product or ratio of numbers quoted in two steps."""
+def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) -> bool:
+    """The answer's number is a difference, sum, product or ratio of two quoted numbers: one in
+    each of two steps (``across``: a calculation's operands come from two passages, else one of
+    them is decorative), or anywhere in the quotes (a chain's "1571–1576" gives a reign's length)."""
     target = _numbers(answer, lang)
     if len(target) != 1:
         return False
     goal = target[0]
     per_step = [_numbers(q, lang) for q in quotes]
-    for (i, a_vals), (j, b_vals) in itertools.combinations(enumerate(per_step), 2):
-        for a, b in itertools.product(a_vals, b_vals):
-            results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
-            if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
-                return True
+    if across:
+        pairs = (pair for a, b in itertools.combinations(per_step, 2) for pair in itertools.product(a, b))
+    else:
+        pairs = itertools.combinations([v for values in per_step for v in values], 2)
+    for a, b in pairs:
+        results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
+        if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
+            return True
     return False
 
 
@@ -110,7 +116,8 @@ class AnswerableValidator:
             title = ctx.chunks.titles([draft.answer_chunk_id]).get(draft.answer_chunk_id, "")
             passage = f"{title}\n{texts.get(draft.answer_chunk_id, '')}"
             reached, how = any(_holds(passage, a, lang) for a in answers), "in_answer_passage"
-        if not reached and computed(draft.answer, [s.quote for s in steps], lang):
+        across = draft.cell.mechanic == "calculation"
+        if not reached and computed(draft.answer, [s.quote for s in steps], lang, across=across):
             reached, how = True, "computed"
         if not reached:
             return fail("answer_not_reached", answer=draft.answer, chunk=draft.answer_chunk_id or "?")

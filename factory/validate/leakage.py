@@ -20,6 +20,16 @@ from factory.validate.feedback import say
 from factory.validate.tokens import Lexicon, Token, content, proper_starts, token_match, tokenize
 
 
+# number words that stop-word lists drop: an answer written "five years" or "восемь лет" keeps
+# only its unit as content, and a unit names nothing
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion ноль один два три четыре пять шесть семь восемь девять десять одиннадцать двенадцать тринадцать "
+    "четырнадцать пятнадцать шестнадцать семнадцать восемнадцать девятнадцать двадцать тридцать сорок пятьдесят "
+    "шестьдесят семьдесят восемьдесят девяносто сто тысяча миллион миллиард".split())
+
+
 @dataclass(frozen=True)
 class Leak:
     role: str   # answer | bridge
@@ -49,9 +59,13 @@ def find_leak(
     of tokens inside a name the question may use ('New York' of 'New York Times'), which
     never leak anything. ``person``: a first name alone names nobody; a surname does.
     """
-    name_tokens = content(tokenize(name, lang))
+    every = tokenize(name, lang)
+    name_tokens = content(every)
     if not name_tokens:
         return None
+    if not any(t.number is not None for t in name_tokens) and any(
+            t.fold in _NUMBER_WORDS or t.lemma in _NUMBER_WORDS for t in every):
+        return None  # 'five years': the value is spelled out, its unit alone names nothing
     distinctive = [not lexicon.is_common(t) and (t.number is not None or len(t.fold) >= 3) for t in name_tokens]
     if person and len(name_tokens) > 1:
         distinctive[0] = False  # 'John' of 'John Smith'

@@ -53,6 +53,8 @@ def test_a_value_with_a_unit_leaks_only_by_its_number():
     assert leak("By how many square kilometres is it larger?", "146,215 square kilometres") is None
     assert leak("How many km2 larger is it?", "146,215 km2") is None
     assert leak("Is it 146,215 km2?", "146,215 km2") is not None
+    # spelled out, the number is a stop word: the unit alone is all that is left, and names nothing
+    assert leak("How long was that office, in years?", "five years") is None
 
 
 def test_names_the_question_may_use_never_leak_a_hidden_one():
@@ -128,3 +130,6 @@ def test_a_computed_answer_comes_from_numbers_quoted_in_two_passages():
     verdict = AnswerableValidator().check(d, ctx(sub))
     assert verdict.ok and verdict.figures["answer"] == "computed"
     assert not computed("146,215", ["covers 342,239 km2 and 196,024 km2"], "en")  # both from one passage
+    # outside a calculation, a span's own two numbers may give the answer (a reign's length)
+    assert computed("5 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
+    assert not computed("6 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
