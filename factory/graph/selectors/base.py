@@ -208,7 +208,21 @@ class SelectionIndex:
         if a == b:
             return True
         names_a, names_b = self._names(a), self._names(b)
-        return any(x in y or y in x for x in names_a for y in names_b)
+        if any(x in y or y in x for x in names_a for y in names_b):
+            return True
+        # the words of one name, by stem, among the other's: "Winter Olympics" / "Winter Olympic Games"
+        return any(x <= y or y <= x for x in self._stems(a) for y in self._stems(b))
+
+    def _stems(self, e: int) -> tuple[frozenset[str], ...]:
+        from factory.validate.tokens import content, tokenize
+
+        memo = self.memo.setdefault(("stems",), {})
+        found = memo.get(e)
+        if found is None:
+            forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
+            sets = {frozenset(t.stem for t in content(tokenize(f, self.lang)) if t.number is None) for f in forms}
+            found = memo[e] = tuple(x for x in sets if x)
+        return found
 
     def _names(self, e: int) -> tuple[str, ...]:
         memo = self.memo.setdefault(("names",), {})
