@@ -45,11 +45,11 @@ WORLD_EN = [
      [("Corrin Prize", "other"), ("England", "location"), ("1960", "date"), ("Corrin Society", "organization"),
       ("Tobias Fenn", "person"), ("Ada Brisk", "person")]),
     ("fenn", "Tobias Fenn",
-     "Tobias Fenn (1931-2004) was a poet born in Dunmere, England. He won the Corrin Prize in 1971 for Lanterns, and taught "
-     "at the Harbour Trust school for 12 years.",
+     "Tobias Fenn (1931-2004) was a poet born in Dunmere, England. He won the Corrin Prize in 1971 for Lanterns, "
+     "written for Nell Ormond, and taught at the Harbour Trust school for 12 years.",
      [("Tobias Fenn", "person"), ("1931", "date"), ("2004", "date"), ("Dunmere", "location"), ("England", "location"),
       ("Corrin Prize", "other"),
-      ("1971", "date"), ("Lanterns", "work"), ("Harbour Trust", "organization"), ("12 years", "number")]),
+      ("1971", "date"), ("Lanterns", "work"), ("Nell Ormond", "person"), ("Harbour Trust", "organization"), ("12 years", "number")]),
     ("ironworks", "Ashkel Valley Ironworks",
      "The Ashkel Valley Ironworks was an iron foundry opened in 1834 by Edmund Carrow. At its peak it employed 3,400 "
      "workers; it was renamed Carrow Steel in 1919 and closed in 1962.",
@@ -231,6 +231,11 @@ def test_intersection(world):
     assert all(sub.answer_entity in held[c] for c in sub.chunk_ids)
     assert [c in held[ch] for c, ch in zip(sub.constraint_entities, sub.chunk_ids)] == [True, True]
     assert len(set(sub.constraint_entities)) == 2 and sub.answer_entity not in sub.constraint_entities
+    # read alone, each chunk leaves a choice: another person stands beside the answer
+    ix = SelectionIndex.load(world, "en")
+    for chunk in sub.chunk_ids:
+        c = ix.chunk_ids.index(chunk)
+        assert any(e != ix.key_index(sub.answer_entity) and ix.ent_label[e] == "person" for e in ix.chunk_ents[c])
 
 
 def test_temporal_chunks_all_carry_dates(world):

@@ -2,8 +2,9 @@
 
 Each constraint chunk comes from a different document and contributes one constraint
 entity; each constraint alone must fit some other entity of the answer's type too (it
-co-occurs with one), and no chunk holds two constraints together with the answer, so
-only the intersection of separate searches pins the answer down.
+co-occurs with one), each chunk names another thing of the answer's kind beside it (read
+alone, it leaves a choice), and no chunk holds two constraints together with the answer,
+so only the intersection of separate searches pins the answer down.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ def _ambiguous(ix: SelectionIndex, constraint: int, answer: int, labels: frozens
     return any(e != answer for e in found)
 
 
+def _rival_in(ix: SelectionIndex, chunk: int, answer: int) -> bool:
+    """Does the chunk, read alone, leave a choice: another thing of the answer's kind beside it?
+    A passage on Newton that names Leibniz and no other person gives him away with any clue
+    it holds; one that also names Hooke needs the second clue. Values are exempt: a passage's
+    dates are each tied to their own events, and a clue picks one of them anyway."""
+    label = ix.ent_label[answer]
+    if label not in NAMED_LABELS:
+        return True
+    return any(e != answer and ix.ent_label[e] == label and ix.plain(chunk, e) and not ix.related(e, answer)
+               for e in ix.chunk_ents[chunk])
+
+
 def _constraint_ok(ix: SelectionIndex, x: int, answer: int, taken: list[int], params: SelectorParams) -> bool:
     """A named thing or a dated fact, not a hub, not another name of the answer, not taken."""
     label = ix.ent_label[x]
@@ -71,7 +84,8 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
         constraints: list[int] = []
         # the answer and each clue are what their chunk is about, as the thing their label says:
         # not a cinema named Тула beside the town, not the agency that reported the news
-        for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng, lambda c: ix.plain(c, answer)):
+        for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng,
+                                    lambda c: ix.plain(c, answer) and _rival_in(ix, c, answer)):
             options = [x for x in ix.chunk_ents[c]
                        if _constraint_ok(ix, x, answer, constraints, params) and ix.plain(c, x)]
             rng.shuffle(options)
