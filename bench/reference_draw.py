@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from factory.compose.passages import labels_for
-from factory.compose.composer import roles_block
+from factory.compose.composer import roles_block, searchable_words
 from factory.compose.facts import load_chunk_texts, passages_block
 from factory.reference.draw import draw_reference
 from factory.reference.records import ReferenceCandidate, write_reference
@@ -30,7 +30,9 @@ from factory.store import Store
 from factory.taxonomy import load_taxonomy
 
 
-def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy) -> str:
+def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, doc_freq=None) -> str:
+    """What the composer sees for the candidate; ``doc_freq`` (the fixed BM25 index's) adds the
+    words that would find each hidden passage, as the generation loop tells its composer."""
     head = f"# {candidate.lang}-{candidate.index:03d}  {candidate.cell}"
     if candidate.subgraph is None:
         return f"{head}\n\nNo subgraph: {candidate.select_failure}\n"
@@ -46,7 +48,8 @@ def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy) -> str:
         "## The kind of question (the composer's guidance)\n" + spec.guidance(candidate.lang),
         "## Passages\n" + passages_block(sub, texts),
         "## Labels\n" + labels,
-        "## What the question may name and what it must hide\n" + roles_block(sub, candidate.lang),
+        "## What the question may name and what it must hide\n"
+        + roles_block(sub, candidate.lang, searchable_words(sub, texts, candidate.lang, doc_freq)),
     ]) + "\n"
 
 
@@ -74,7 +77,7 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path) -> int:
             continue
         sheet = FactSheet(subgraph=cand.subgraph, facts=[], passages=load_chunk_texts(store, cand.subgraph.chunk_ids))
         history = [(cand.draft(i), judged.verdicts[i]) for i in range(len(cand.drafts))]
-        text = worksheet(cand, store, taxonomy) + "\n## Your earlier drafts, oldest first, each with what the checks found\n" \
+        text = worksheet(cand, store, taxonomy, ctx.searchers["bm25"].doc_freq) + "\n## Your earlier drafts, oldest first, each with what the checks found\n" \
             + history_block(history, sheet, lang) + "\n"
         (out / f"{lang}-{cand.index:03d}.md").write_text(text, encoding="utf-8")
         written += 1
@@ -115,15 +118,21 @@ def main() -> None:
         raise SystemExit("--store is needed to draw")
     if args.fixture.exists():
         raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
+    from bench.acceptance import prepare
+    from factory.reference.judge import reference_context
+
     store = Store(args.store, create=False)
     settings = load_settings(None, lang=args.lang, seed=args.seed)
     taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
     candidates = draw_reference(store, args.lang, args.n, args.seed, settings, taxonomy)
+    plain_store, index, _ = prepare(args.lang, args.work)  # the fixed index the checks search
+    doc_freq = reference_context(plain_store, index, settings).searchers["bm25"].doc_freq
     args.fixture.parent.mkdir(parents=True, exist_ok=True)
     write_reference(args.fixture, candidates)
     args.worksheets.mkdir(parents=True, exist_ok=True)
     for c in candidates:
-        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy), encoding="utf-8")
+        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, doc_freq),
+                                                                     encoding="utf-8")
     drafted = [c for c in candidates if c.subgraph is not None]
     print(f"{len(candidates)} draws, {len(drafted)} with a subgraph -> {args.fixture}, worksheets in {args.worksheets}")
     for c in candidates:

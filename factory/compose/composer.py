@@ -26,6 +26,7 @@ from factory.llm.types import TRUNCATED, LLMRequest, LLMResponse, Sampling
 from factory.prompts import COMPOSER
 from factory.records import Draft, FactSheet, ReasoningStep, Subgraph, Verdict
 from factory.taxonomy import CellSpec
+from factory.validate.tokens import keys_of, rarest
 
 FEEDBACK_CHARS = 2000  # a shortcut report lists passages and words; cutting it mid-list loses the advice
 # Length caps live in the schema, so a constraining backend (llama.cpp grammar, vLLM)
@@ -70,9 +71,30 @@ def facts_block(sheet: FactSheet) -> str:
     return "\n".join(f"[{back[f.chunk_id]}] {defuse(f.paraphrase, 400)}" for f in sheet.facts if f.chunk_id in back)
 
 
-def roles_block(subgraph: Subgraph, lang: str) -> str:
+SEARCHABLE_WORDS = 10  # per hidden passage: enough to cover what a search ranks it by, short enough to read
+
+
+def searchable_words(subgraph: Subgraph, texts: dict[str, str], lang: str, doc_freq: Any,
+                     n: int = SEARCHABLE_WORDS) -> dict[str, list[str]]:
+    """Per hidden passage (factory/contract.py), the words a search engine finds it by: its
+    rarest words by the fixed index's document frequency (``doc_freq``), leaving out names
+    the question may use and the hidden names (never allowed anyway). The composer is told
+    to use none of them: the broad-query check pastes the whole question into that index."""
+    if doc_freq is None:
+        return {}
+    seeds = seed_chunks(subgraph)
+    names = [entity_name(subgraph, k) for k in (*subgraph.constraint_entities, *subgraph.bridge_entities)]
+    if subgraph.answer_entity:
+        names.append(entity_name(subgraph, subgraph.answer_entity))
+    skip = keys_of(names, lang)
+    return {c: [t.surface for t in rarest(texts.get(c, ""), lang, doc_freq, n, skip=skip)]
+            for c in subgraph.chunk_ids if c not in seeds and texts.get(c)}
+
+
+def roles_block(subgraph: Subgraph, lang: str, searchable: dict[str, list[str]] | None = None) -> str:
     """The contract as the composer reads it (factory/contract.py): what the question may
-    name, what it must hide, which passages each side reaches, and the values to use."""
+    name, what it must hide, which passages each side reaches, the words that would find
+    each hidden passage (``searchable_words``), and the values to use."""
     say = COMPOSER.phrases(lang)
     back = {chunk: label for label, chunk in labels_for(subgraph).items()}
     figures = subgraph.figures
@@ -88,6 +110,11 @@ def roles_block(subgraph: Subgraph, lang: str) -> str:
     hidden_labels = [back[c] for c in subgraph.chunk_ids if c not in seeds]
     lines.append(say["seed_passages"].format(labels=", ".join(seed_labels) or say["none"]))
     lines.append(say["hidden_passages"].format(labels=", ".join(hidden_labels) or say["none"]))
+    for chunk, words in (searchable or {}).items():
+        if chunk in back and words:
+            lines.append(say["searchable"].format(label=back[chunk], words=", ".join(words)))
+    if not hidden_labels and len(subgraph.chunk_ids) > 1:
+        lines.append(say["all_seeds"])
     if figures.get("values"):
         items = "; ".join(f"{entity_name(subgraph, k)} = {', '.join(v) or '?'}" for k, v in figures["values"].items())
         lines.append(say["candidates"].format(items=items))
@@ -160,9 +187,9 @@ def _request(system: str, user: str, sheet: FactSheet, attempt: int, temperature
     return request, model, budget
 
 
-def _evidence(sheet: FactSheet, lang: str, spec: CellSpec) -> dict[str, str]:
+def _evidence(sheet: FactSheet, lang: str, spec: CellSpec, searchable: dict[str, list[str]] | None) -> dict[str, str]:
     return {"guidance": spec.guidance(lang), "passages": passages_block(sheet.subgraph, sheet.passages),
-            "facts": facts_block(sheet), "roles": roles_block(sheet.subgraph, lang)}
+            "facts": facts_block(sheet), "roles": roles_block(sheet.subgraph, lang, searchable)}
 
 
 def compose(
@@ -175,9 +202,11 @@ def compose(
     *,
     temperature: float = 0.7,
     max_tokens: int = 0,
+    searchable: dict[str, list[str]] | None = None,
 ) -> Draft:
-    """``max_tokens``: 0 sizes the completion budget from the request (``output_budget``)."""
-    user = COMPOSER.render(lang, "compose_user", **_evidence(sheet, lang, spec))
+    """``max_tokens``: 0 sizes the completion budget from the request (``output_budget``);
+    ``searchable``: the hidden passages' search words (``searchable_words``), when known."""
+    user = COMPOSER.render(lang, "compose_user", **_evidence(sheet, lang, spec, searchable))
     request, model, budget = _request(COMPOSER.render(lang, "compose_system"), user, sheet, attempt, temperature,
                                       max_tokens)
     response = call_llm(llm, request, "compose", f"{candidate_id}-a{attempt}")
@@ -228,11 +257,12 @@ def revise(
     *,
     temperature: float = 0.7,
     max_tokens: int = 0,
+    searchable: dict[str, list[str]] | None = None,
 ) -> Draft:
     """The next draft after ``history`` (every draft so far, oldest first, with its verdicts)."""
     last = history[-1][0]
     attempt = last.attempt + 1
-    user = COMPOSER.render(lang, "revise_user", **_evidence(sheet, lang, spec),
+    user = COMPOSER.render(lang, "revise_user", **_evidence(sheet, lang, spec, searchable),
                            history=history_block(history, sheet, lang))
     request, model, budget = _request(COMPOSER.render(lang, "revise_system"), user, sheet, attempt, temperature,
                                       max_tokens)

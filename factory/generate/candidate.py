@@ -114,13 +114,19 @@ def run_candidate(job: Job, ctx: CandidateContext) -> CandidateOutcome:
         return book.reject("error", reason="exception", feedback=f"{type(exc).__name__}: {exc}")
 
 
+def _doc_freq(ctx: CandidateContext) -> Any:
+    """The fixed BM25 index's document frequency, the one the broad-query check searches."""
+    bm25 = ctx.validation.searchers.get("bm25")
+    return getattr(bm25, "doc_freq", None)
+
+
 def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     ctx = book.ctx
     book.start()
     drafted = book.drafted = draft_for_cell(
         ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings, lang=ctx.lang,
         candidate_id=book.id, rng=candidate_rng(ctx.seed, job.index, "select"), avoid=ctx.avoid(job),
-        chunks=ctx.validation.chunks)
+        chunks=ctx.validation.chunks, doc_freq=_doc_freq(ctx))
     if drafted.stopped == "select":
         # recorded as such: the driver marks the cell unsupported, now and when a run resumes
         return book.reject("select", reason="unsupported_cell" if drafted.structural else "no_subgraph",
@@ -137,7 +143,7 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
         again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
                                rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid,
-                               chunks=ctx.validation.chunks)
+                               chunks=ctx.validation.chunks, doc_freq=_doc_freq(ctx))
         if again.draft is not None:
             book.drafted = again
         return again

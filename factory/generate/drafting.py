@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from factory.compose.composer import compose
+from factory.compose.composer import compose, searchable_words
 from factory.compose.facts import ComposeError, build_fact_sheet, load_chunk_texts
 from factory.graph.select import NoSubgraph, SelectorParams, select_subgraph
 from factory.records import Cell, Draft, FactSheet, Subgraph
@@ -25,6 +25,7 @@ class Drafted:
     spec: CellSpec | None = None
     draft: Draft | None = None
     chunk_texts: dict[str, str] = field(default_factory=dict)
+    searchable: dict[str, list[str]] = field(default_factory=dict)  # hidden passage -> its search words
     stopped: str | None = None  # the step that failed: select | facts
     reason: str = ""  # why it stopped
     structural: bool = False  # select: the corpus can never satisfy the cell
@@ -53,11 +54,13 @@ def draft_for_cell(
     avoid: set[frozenset[str]] | None = None,
     attempt: int = 0,
     chunks: Any = None,
+    doc_freq: Any = None,
 ) -> Drafted:
     """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose.
 
     ``chunks`` (a ``ChunkSource``, e.g. the run's validation context's) gives the passages'
-    texts; without it they are read from ``store``."""
+    texts; without it they are read from ``store``. ``doc_freq`` (the fixed BM25 index's)
+    tells the composer the words that would find each hidden passage."""
     out = Drafted(cell=cell)
     try:
         out.subgraph = select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
@@ -75,6 +78,7 @@ def draft_for_cell(
     except ComposeError as exc:
         out.stopped, out.reason, out.raw = "facts", exc.reason, exc.raw
         return out
+    out.searchable = searchable_words(out.subgraph, out.chunk_texts, lang, doc_freq)
     out.draft = compose(out.sheet, out.spec, llm, lang, candidate_id, attempt, temperature=c.compose_temperature,
-                        max_tokens=c.max_tokens)
+                        max_tokens=c.max_tokens, searchable=out.searchable)
     return out

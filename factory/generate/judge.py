@@ -112,7 +112,7 @@ def prune_draft(draft: Draft, chunk_id: str) -> Draft:
 def revise_draft(history: list[Judged], drafted: Drafted, llm: Any, settings: Any, lang: str) -> Draft:
     c = settings.compose
     return revise([(j.draft, j.result.verdicts) for j in history], drafted.sheet, drafted.spec, llm, lang,
-                  temperature=c.compose_temperature, max_tokens=c.max_tokens)
+                  temperature=c.compose_temperature, max_tokens=c.max_tokens, searchable=drafted.searchable)
 
 
 def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, settings: Any, llm: Any,

@@ -24,7 +24,7 @@ from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, skipped, verdict
 from factory.validate.feedback import say
 from factory.validate.leakage import draft_contract
-from factory.validate.tokens import content, tokenize
+from factory.validate.tokens import content, keys_of, rarest, tokenize
 
 
 class ShortcutValidator:
@@ -90,19 +90,8 @@ def keyword_query(draft: Draft, allowed_names: tuple[str, ...], ctx: ValidationC
     bm25 = ctx.searchers.get("bm25")
     if n < 2 or bm25 is None or not hasattr(bm25, "doc_freq"):
         return ""
-    lang = draft.lang
-    allowed = {k for name in allowed_names for t in tokenize(name, lang) for k in (t.lemma, t.stem)}
-    seen: set[str] = set()
-    ranked: list[tuple[int, int, str]] = []
-    for position, token in enumerate(content(tokenize(draft.question, lang))):
-        if token.lemma in allowed or token.stem in allowed or token.lemma in seen:
-            continue
-        seen.add(token.lemma)
-        df = bm25.doc_freq(token.surface)
-        if df:
-            ranked.append((df, position, token.surface))
-    rarest = sorted(ranked)[:n]
-    return " ".join(word for _, _, word in sorted(rarest, key=lambda r: r[1])) if len(rarest) >= 2 else ""
+    words = rarest(draft.question, draft.lang, bm25.doc_freq, n, skip=keys_of(allowed_names, draft.lang))
+    return " ".join(t.surface for t in words) if len(words) >= 2 else ""
 
 
 def rare_shared_terms(draft: Draft, chunk_ids: list[str], allowed_names: tuple[str, ...], ctx: ValidationContext,

@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Iterable
+from typing import Callable, Iterable
 
 import Stemmer
 
@@ -236,3 +236,26 @@ def proper_starts(text: str, tokens: Iterable[Token]) -> set[int]:
         if before and before[-1] not in ".!?:\n":
             out.add(token.start)
     return out
+
+
+def rarest(text: str, lang: str, doc_freq: Callable[[str], int], n: int, *,
+           skip: set[str] | frozenset[str] = frozenset()) -> list[Token]:
+    """The ``n`` content words of ``text`` a search engine ranks it by: fewest documents
+    first (``doc_freq``, the fixed index's count; 0 = not indexed, left out), one per lemma,
+    none whose lemma or stem is in ``skip``. Returned in the order they appear."""
+    seen: set[str] = set()
+    ranked: list[tuple[int, int, Token]] = []
+    for position, token in enumerate(content(tokenize(text, lang))):
+        if token.lemma in skip or token.stem in skip or token.lemma in seen:
+            continue
+        seen.add(token.lemma)
+        df = doc_freq(token.surface)
+        if df:
+            ranked.append((df, position, token))
+    chosen = sorted(ranked, key=lambda r: (r[0], r[1]))[:n]
+    return [token for _, _, token in sorted(chosen, key=lambda r: r[1])]
+
+
+def keys_of(texts: Iterable[str], lang: str) -> set[str]:
+    """Every lemma and stem of the texts' words (for ``rarest``'s ``skip``)."""
+    return {k for text in texts for t in tokenize(text, lang) for k in (t.lemma, t.stem)}

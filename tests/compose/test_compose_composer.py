@@ -251,3 +251,31 @@ def test_an_answer_cut_off_by_the_budget_is_a_truncated_draft_and_the_schema_che
     ctx = ValidationContext(settings=ValidateSettings(), chunks=DictChunks({}), searchers={}, llm=None)
     verdict = SchemaValidator().check(draft, ctx)
     assert not verdict.ok and verdict.reason == "truncated" and "token budget" in verdict.feedback
+
+
+def test_the_composer_is_told_the_words_that_would_find_each_hidden_passage():
+    from factory.compose.composer import searchable_words
+
+    sheet = sheet_en()
+    df = {"renamed": 5, "1919": 50, "founded": 400, "born": 900}
+    found = searchable_words(sheet.subgraph, sheet.passages, "en", lambda w: df.get(w.casefold(), 0))
+    # only the hidden passage (P2), rarest first but in reading order; the names are never listed
+    assert found == {"ironworks_0": ["renamed", "1919"]}
+    assert searchable_words(sheet.subgraph, sheet.passages, "en", None) == {}
+    llm = FakeLLM(script=[REPLY, REPLY])
+    spec = TAX.spec(sheet.subgraph.cell)
+    first = compose(sheet, spec, llm, "en", "cand-7", searchable=found)
+    line = "Words a search engine finds P2 by (use none of them, in any form): renamed, 1919"
+    assert line in llm.requests[0].messages[-1].content
+    revise([(first, [Verdict(ok=False, validator="shortcut", feedback="P2 surfaced.")])], sheet, spec, llm, "en",
+           searchable=found)
+    assert line in llm.requests[1].messages[-1].content
+
+
+def test_when_every_passage_may_be_named_the_composer_is_told_not_to_name_every_clue():
+    from factory.compose.composer import roles_block
+
+    sub = sheet_en().subgraph.model_copy(update={"seed_chunk_ids": ["carrow_0", "ironworks_0"]})
+    assert "name at most one clue outright" in roles_block(sub, "en")
+    assert "name at most one clue outright" not in roles_block(sheet_en().subgraph, "en")
+    assert "прямо назовите не больше одной приметы" in roles_block(sub, "ru")
