@@ -219,6 +219,9 @@ class SelectionIndex:
         memo = self.memo.setdefault(("stems",), {})
         found = memo.get(e)
         if found is None:
+            if self.ent_label[e] not in NAMED_LABELS:  # values: '1987 году' and '1954 году' share only the unit
+                found = memo[e] = ()
+                return found
             forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
             sets = {frozenset(t.stem for t in content(tokenize(f, self.lang)) if t.number is None) for f in forms}
             found = memo[e] = tuple(x for x in sets if x)
