@@ -4,24 +4,33 @@ The model-free validators (schema, answerable, leakage, shortcut) judge every re
 candidate's drafts as the loop would; adversarial drafts made from the same set must be
 refused. See bench/acceptance.py for the full report (with --dense, dense and hybrid too).
 
-What is guarded, and why these floors (measured figures are in the issue note and README):
-* of the candidates with an honest first draft, at least 80% are accepted within two
-  revisions: the gauntlet keeps what a strong composer writes once it answers the feedback;
-* single-hop template questions and leaky multi-hop drafts are refused at least 95%, and
-  planted defects in the accepted drafts are caught at least 95%.
-The issue's goals over all candidates (60% within two revisions, 30% on the first draft)
-are not met on these corpora: about half of the subgraphs the selectors draw admit no
-honest question (the writers' reasons are in the fixtures), and the writers' first drafts
-retold their hidden passages; both are reported, not hidden behind a lower floor here.
+The set is draw 4 (tests/fixtures/reference_drafts/LANG.jsonl, seed 37): 40 candidates
+per language in draw order, drafted by hand from the composer's worksheets before any
+verdict, then revised at most twice in answer to the feedback. What is guarded:
+* the issue's goal of 60% of all candidates accepted within two revisions (a subgraph
+  its writer found no honest question for counts as refused), and every honest draft
+  kept but for one in twenty;
+* the first-draft share, which is below the issue's goal of 30% (en 25%, ru 2.5%): it
+  is held at what was measured, so that it cannot fall unnoticed;
+* single-hop template questions, leaky multi-hop drafts and planted defects in the
+  accepted drafts refused at least 95%.
+Russian has no comparison: the selector refuses it on a corpus that is not made of
+articles, so those draws are selection failures outside the 40.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+WITHIN_2 = 0.6  # the issue's goal, over all candidates
+FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is not met
+MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
+             "ru": {"chain", "intersection", "temporal", "calculation"}}
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +44,18 @@ def test_the_gauntlet_keeps_the_honest_reference_drafts_and_refuses_the_adversar
 
     store, index, settings = prepare(lang, work)
     judged = judge_reference(lang, store, index, settings)
-    drafted = [j for j in judged if j.status == "drafted"]
-    assert len(judged) >= 40 and {j.cell.split("/")[0] for j in judged} == {
-        "chain", "intersection", "temporal", "comparison", "calculation"}
-    kept = sum(j.within(2) for j in drafted)
-    assert kept / len(drafted) >= 0.8, [(j.index, j.reason) for j in drafted if not j.within(2)]
+    candidates = [j for j in judged if j.status != "no_subgraph"]
+    drafted = [j for j in candidates if j.status == "drafted"]
+    assert len(candidates) == 40 and {j.cell.split("/")[0] for j in candidates} == MECHANICS[lang]
+    refused = [(j.index, j.reason) for j in drafted if not j.within(2)]
+    assert sum(j.within(2) for j in drafted) >= 0.95 * len(drafted), refused
+    assert sum(j.within(2) for j in candidates) >= math.ceil(WITHIN_2 * len(candidates)), refused
+    assert sum(j.first for j in candidates) >= FIRST[lang], [
+        (j.index, j.reason) for j in drafted if not j.first]
     assert all(j.accepted_at is None or j.status == "drafted" for j in judged)
 
-    refused = single_hop(lang, store, index, settings)
-    assert refused["n"] >= 100 and refused["share"] >= 0.95, refused
+    hop = single_hop(lang, store, index, settings)
+    assert hop["n"] >= 100 and hop["share"] >= 0.95, hop
     made = adversarial(lang, judged, store, index, settings)
     assert made["leaky"]["n"] >= 20 and made["leaky"]["share"] >= 0.95, made["leaky"]
     assert made["planted"]["n"] >= 9 and made["planted"]["share"] >= 0.95, made["planted"]
