@@ -3,7 +3,8 @@
     python -m bench.reference_draw --lang en --store STORE --n 40 --seed 19 \
         --fixture tests/fixtures/reference_drafts/en.jsonl --worksheets /tmp/ref-en
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --attach /tmp/ref-en/drafts.jsonl --first
-    python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise
+    python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise [--dense]
+    python -m bench.reference_draw --lang en --fixture LANG-dense.jsonl --fork LANG.jsonl --worksheets -
     python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
 
 STORE is an ingested store (with entities) of the shared corpus. The fixture gets one
@@ -53,7 +54,7 @@ def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, doc_freq=No
     ]) + "\n"
 
 
-def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path) -> int:
+def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: bool = False) -> int:
     """Judge the fixture's latest drafts (the validators that need no model), record each
     draft's verdicts in the fixture, and write a revision worksheet for every candidate the
     gauntlet refused that has had fewer than two revisions: its passages and contract, and
@@ -64,7 +65,7 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path) -> int:
     from factory.reference.judge import judge_candidate, reference_context
     from factory.reference.records import read_reference
 
-    store, index, settings = prepare(lang, work)
+    store, index, settings = prepare(lang, work, dense)
     taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
     ctx = reference_context(store, index, settings)
     candidates = read_reference(fixture)
@@ -91,6 +92,10 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="an ingested store with entities (for the draw)")
     parser.add_argument("--revise", action="store_true", help="judge the fixture and write revision worksheets")
     parser.add_argument("--attach", type=Path, help="add a writer's revisions (JSON lines) to the fixture")
+    parser.add_argument("--dense", action="store_true", help="with --revise: judge with the default searchers "
+                        "(BM25, dense and hybrid), so the feedback is theirs")
+    parser.add_argument("--fork", type=Path, help="start FIXTURE from this fixture's candidates and first drafts "
+                        "(no revisions, no verdicts): the same first drafts, revised under other searchers")
     parser.add_argument("--first", action="store_true", help="with --attach: the rows are first drafts (or "
                         "no_honest_question records)")
     parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
@@ -99,8 +104,17 @@ def main() -> None:
     parser.add_argument("--fixture", required=True, type=Path)
     parser.add_argument("--worksheets", required=True, type=Path)
     args = parser.parse_args()
+    if args.fork:
+        from factory.reference.records import read_reference
+
+        if args.fixture.exists():
+            raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
+        forked = [c.model_copy(update={"drafts": c.drafts[:1], "verdicts": []}) for c in read_reference(args.fork)]
+        write_reference(args.fixture, forked)
+        print(f"{args.fixture}: {len(forked)} candidates with the first drafts of {args.fork}")
+        return
     if args.revise:
-        n = revision_worksheets(args.fixture, args.lang, args.worksheets, args.work)
+        n = revision_worksheets(args.fixture, args.lang, args.worksheets, args.work, args.dense)
         print(f"{n} revision worksheets in {args.worksheets}; verdicts recorded in {args.fixture}")
         return
     if args.attach:
