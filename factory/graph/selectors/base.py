@@ -428,7 +428,11 @@ def _load(store: Any, lang: str) -> SelectionIndex:
     ent_keys: list[str] = []
     label_votes: list[Counter[str]] = []
     ent_chunks: list[list[int]] = []
-    chunk_label: list[tuple[int, int, str]] = []
+    # (chunk, entity) labels that differ from the entity's own; where that is only known after
+    # the vote (no statistics yet), the row waits in ``pending`` (at 1M chunks a list of every
+    # row would cost a gigabyte)
+    off_labels: dict[tuple[int, int], str] = {}
+    pending: list[tuple[int, int, str]] = []
     for chunk_id, doc_id, key, label in sorted(rows):
         c = chunk_pos.get(chunk_id)
         if c is None:
@@ -445,7 +449,11 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         chunk_ents[c].append(e)
         ent_chunks[e].append(c)
         label_votes[e][label] += 1
-        chunk_label.append((c, e, label))
+        own = (info.get(key) or (None,))[0]
+        if own is None:
+            pending.append((c, e, label))
+        elif label and label != own:
+            off_labels[(c, e)] = label
     ent_label, ent_name, ent_aliases, ent_df = [], [], [], []
     for e, key in enumerate(ent_keys):
         label, name, aliases = info.get(key) or (None, None, None)
@@ -455,8 +463,8 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_name.append(name)
         ent_aliases.append([a for a in dict.fromkeys(aliases or []) if a != name][:12])
         ent_df.append(len({chunk_doc[c] for c in ent_chunks[e]}))
-    off_labels = {(c, e): label for c, e, label in chunk_label if label and label != ent_label[e]}
-    del chunk_label
+    off_labels.update({(c, e): label for c, e, label in pending if label and label != ent_label[e]})
+    del pending
     for chunk_id, key in _sources(store, lang):
         c, e = chunk_pos.get(chunk_id), ent_pos.get(key)
         if c is not None and e is not None:
