@@ -386,9 +386,11 @@ def _categories(store: Any, lang: str, chunk_pos: dict[str, int], chunk_about: l
     return out
 
 
+# the identity the statistics count the mention under ('AFP' under 'Agence France-Presse')
 _SOURCES_SQL = """
-SELECT DISTINCT m.chunk_id, m.entity_key FROM mentions m
+SELECT DISTINCT m.chunk_id, coalesce(i.identity, m.entity_key) AS entity_key FROM mentions m
 JOIN chunks c ON c.chunk_id = m.chunk_id AND (m.content_hash IS NULL OR m.content_hash = c.content_hash)
+LEFT JOIN mention_identities i ON i.chunk_id = m.chunk_id AND i.start = m.start AND i."end" = m."end"
 WHERE c.lang = ? AND m.label = 'organization'
   AND regexp_matches(lower(substr(c.text, greatest(m.start - 29, 1), least(m.start, 30)) || ' | '
                            || substr(c.text, m."end" + 1, 30)), ?)
