@@ -1,0 +1,103 @@
+"""What each selection rule would have dropped from the hand-labelled reference draws.
+
+    python -m bench.selection_rules --store STORE --lang en [--sets draw1,draw2]
+
+STORE is the ingested store (with entities and statistics) the draws were drawn from.
+Every subgraph of the named reference fixtures (tests/fixtures/reference_drafts/
+LANG-SET.jsonl) was labelled by its writer: an honest question was written for it, or
+none could be. For each subgraph the rules of factory/graph/selectors/ are applied as
+the selectors apply them, and the first rule that refuses it is counted against that
+label, so a rule that drops honest subgraphs shows up as plainly as one that drops the
+others. Rules, in order:
+
+* sense: a bridge (chain, temporal, calculation), the answer or a clue (intersection) that
+  carries another NER label in one of its chunks, or that a chunk only cites as its source;
+* comparison: candidates of different kinds by their articles' first sentences, or any
+  comparison where documents are not articles;
+* rival: an intersection whose clue passage names no other thing of the answer's kind;
+* related: a hidden answer whose name shares its words with a name the question may use.
+
+Draws made after a rule existed cannot show what it drops (the selector never drew what
+it refuses): pass only the draws made before it. Prints one JSON line per set and a
+summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "reference_drafts"
+
+
+def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
+    """The first rule that refuses the reference row's subgraph, or None."""
+    from factory.graph.selectors.intersection import _rival_in
+
+    sub = row["subgraph"]
+    mechanic = row["cell"].split("/")[0]
+    pos = {c: i for i, c in enumerate(ix.chunk_ids)}
+    chunks = [pos[c] for c in sub["chunk_ids"] if c in pos]
+    key = ix.key_index
+    answer = key(sub["answer_entity"]) if sub["answer_entity"] else None
+    if mechanic in ("chain", "temporal", "calculation"):
+        for (a, b), bridge in zip(zip(chunks, chunks[1:]), sub["bridge_entities"]):
+            e = key(bridge)
+            if e is not None and not ix.same_sense(e, a, b):
+                return "sense"
+    elif mechanic == "intersection":
+        clues = [key(k) for k in sub["constraint_entities"]]
+        if answer is not None and not all(ix.plain(c, answer) for c in chunks):
+            return "sense"
+        if any(x is not None and not ix.plain(c, x) for c, x in zip(chunks, clues)):
+            return "sense"
+        if answer is not None and not all(_rival_in(ix, c, answer) for c in chunks):
+            return "rival"
+    elif mechanic == "comparison":
+        if ix.about_coverage() < 0.2:
+            return "comparison"
+        kinds = {ix.category(key(k)) for k in sub["bridge_entities"]}
+        if len(kinds) > 1 or None in kinds:
+            return "comparison"
+    if answer is not None:
+        named = [key(k) for k in sub["constraint_entities"] + sub["bridge_entities"]]
+        if any(e is not None and ix.related(answer, e) for e in named):
+            return "related"
+    return None
+
+
+def main() -> None:
+    from factory.graph.selectors.base import SelectionIndex
+    from factory.store import Store
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--lang", required=True, choices=["en", "ru"])
+    parser.add_argument("--sets", default="draw1,draw2", help="fixture sets drawn before the rules")
+    args = parser.parse_args()
+    ix = SelectionIndex.load(Store(args.store, create=False), args.lang)
+    total: Counter[str] = Counter()
+    for name in args.sets.split(","):
+        counts: Counter[str] = Counter()
+        for line in (FIXTURES / f"{args.lang}-{name}.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["status"] == "no_subgraph":
+                continue
+            label = "honest" if row["status"] == "drafted" else "no_honest"
+            rule = first_refusal(ix, row)
+            counts[f"{label}"] += 1
+            if rule:
+                counts[f"{label}_dropped"] += 1
+                counts[f"{label}_dropped_by_{rule}"] += 1
+        total.update(counts)
+        print(json.dumps({"lang": args.lang, "set": name, **dict(sorted(counts.items()))}))
+    print(json.dumps({"lang": args.lang, "sets": args.sets, **dict(sorted(total.items()))}))
+
+
+if __name__ == "__main__":
+    main()
