@@ -133,14 +133,13 @@ def main() -> None:
     if args.fixture.exists():
         raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
     from bench.acceptance import prepare
-    from factory.reference.judge import reference_context
 
     store = Store(args.store, create=False)
     settings = load_settings(None, lang=args.lang, seed=args.seed)
     taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
     candidates = draw_reference(store, args.lang, args.n, args.seed, settings, taxonomy)
-    plain_store, index, _ = prepare(args.lang, args.work)  # the fixed index the checks search
-    doc_freq = reference_context(plain_store, index, settings).searchers["bm25"].doc_freq
+    _, index, _ = prepare(args.lang, args.work)  # the fixed index the checks search
+    doc_freq = index.searcher("bm25").doc_freq
     args.fixture.parent.mkdir(parents=True, exist_ok=True)
     write_reference(args.fixture, candidates)
     args.worksheets.mkdir(parents=True, exist_ok=True)

@@ -101,10 +101,8 @@ def rare_shared_terms(draft: Draft, chunk_ids: list[str], allowed_names: tuple[s
     lower case (ordinary vocabulary) come after the rest."""
     lang = draft.lang
     lexicon = ctx.get_lexicon()
-    passage_keys: set[str] = set()
-    for text in ctx.chunks.texts(chunk_ids).values():
-        passage_keys |= {k for t in tokenize(text, lang) for k in (t.lemma, t.stem)}
-    allowed = {k for name in allowed_names for t in tokenize(name, lang) for k in (t.lemma, t.stem)}
+    passage_keys = keys_of(ctx.chunks.texts(chunk_ids).values(), lang)
+    allowed = keys_of(allowed_names, lang)
     rare: list[str] = []
     ordinary: list[str] = []
     for token in content(tokenize(draft.question, lang)):

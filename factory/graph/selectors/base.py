@@ -327,12 +327,8 @@ def _common_words(store: Any, lang: str, limit: int = 20_000) -> frozenset[str]:
     """The corpus's ordinary vocabulary from a sample of its chunks (the leakage check's Lexicon)."""
     from factory.validate.tokens import Lexicon
 
-    con = store.connect()
-    try:
-        texts = [r[0] or "" for r in con.execute(
-            "SELECT text FROM chunks WHERE lang = ? ORDER BY chunk_id LIMIT ?", [lang, limit]).fetchall()]
-    finally:
-        con.close()
+    texts = [r["text"] or "" for r in store.query(
+        "SELECT text FROM chunks WHERE lang = ? ORDER BY chunk_id LIMIT ?", [lang, limit])]
     return frozenset(Lexicon.from_texts(texts, lang).common)
 
 
@@ -369,14 +365,9 @@ def _categories(store: Any, lang: str, chunk_pos: dict[str, int], chunk_about: l
 
     if sum(a >= 0 for a in chunk_about) < 0.2 * len(chunk_about):
         return {}
-    con = store.connect()
-    try:
-        rows = con.execute("SELECT chunk_id, substr(text, 1, 400) FROM chunks WHERE lang = ? AND n = 0",
-                           [lang]).fetchall()
-    finally:
-        con.close()
+    rows = store.query("SELECT chunk_id, substr(text, 1, 400) AS opening FROM chunks WHERE lang = ? AND n = 0", [lang])
     out: dict[int, str] = {}
-    for chunk_id, text in rows:
+    for chunk_id, text in ((r["chunk_id"], r["opening"]) for r in rows):
         c = chunk_pos.get(chunk_id)
         if c is None or chunk_about[c] < 0:
             continue
@@ -403,19 +394,11 @@ def _sources(store: Any, lang: str) -> list[tuple[str, str]]:
     pattern = _REPORTING.get(lang)
     if pattern is None:
         return []
-    con = store.connect()
-    try:
-        return [tuple(r) for r in con.execute(_SOURCES_SQL, [lang, pattern]).fetchall()]
-    finally:
-        con.close()
+    return [(r["chunk_id"], r["entity_key"]) for r in store.query(_SOURCES_SQL, [lang, pattern])]
 
 
 def _titles(store: Any, lang: str) -> dict[str, str]:
-    con = store.connect()
-    try:
-        return dict(con.execute("SELECT chunk_id, title FROM chunks WHERE lang = ?", [lang]).fetchall())
-    finally:
-        con.close()
+    return {r["chunk_id"]: r["title"] for r in store.query("SELECT chunk_id, title FROM chunks WHERE lang = ?", [lang])}
 
 
 def _load(store: Any, lang: str) -> SelectionIndex:
