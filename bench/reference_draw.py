@@ -31,8 +31,8 @@ from factory.store import Store
 from factory.taxonomy import load_taxonomy
 
 
-def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, doc_freq=None) -> str:
-    """What the composer sees for the candidate; ``doc_freq`` (the fixed BM25 index's) adds the
+def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, vocabulary=None) -> str:
+    """What the composer sees for the candidate; ``vocabulary`` (the fixed BM25 index) adds the
     words that would find each hidden passage, as the generation loop tells its composer."""
     head = f"# {candidate.lang}-{candidate.index:03d}  {candidate.cell}"
     if candidate.subgraph is None:
@@ -50,7 +50,7 @@ def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, doc_freq=No
         "## Passages\n" + passages_block(sub, texts),
         "## Labels\n" + labels,
         "## What the question may name and what it must hide\n"
-        + roles_block(sub, candidate.lang, searchable_words(sub, texts, candidate.lang, doc_freq)),
+        + roles_block(sub, candidate.lang, searchable_words(sub, texts, candidate.lang, vocabulary)),
     ]) + "\n"
 
 
@@ -78,7 +78,7 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: 
             continue
         sheet = FactSheet(subgraph=cand.subgraph, facts=[], passages=load_chunk_texts(store, cand.subgraph.chunk_ids))
         history = [(cand.draft(i), judged.verdicts[i]) for i in range(len(cand.drafts))]
-        text = worksheet(cand, store, taxonomy, ctx.searchers["bm25"].doc_freq) + "\n## Your earlier drafts, oldest first, each with what the checks found\n" \
+        text = worksheet(cand, store, taxonomy, ctx.searchers["bm25"]) + "\n## Your earlier drafts, oldest first, each with what the checks found\n" \
             + history_block(history, sheet, lang) + "\n"
         (out / f"{lang}-{cand.index:03d}.md").write_text(text, encoding="utf-8")
         written += 1
@@ -139,12 +139,12 @@ def main() -> None:
     taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
     candidates = draw_reference(store, args.lang, args.n, args.seed, settings, taxonomy)
     _, index, _ = prepare(args.lang, args.work)  # the fixed index the checks search
-    doc_freq = index.searcher("bm25").doc_freq
+    vocabulary = index.searcher("bm25")
     args.fixture.parent.mkdir(parents=True, exist_ok=True)
     write_reference(args.fixture, candidates)
     args.worksheets.mkdir(parents=True, exist_ok=True)
     for c in candidates:
-        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, doc_freq),
+        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, vocabulary),
                                                                      encoding="utf-8")
     drafted = [c for c in candidates if c.subgraph is not None]
     print(f"{len(candidates)} draws, {len(drafted)} with a subgraph -> {args.fixture}, worksheets in {args.worksheets}")

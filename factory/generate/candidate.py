@@ -114,10 +114,10 @@ def run_candidate(job: Job, ctx: CandidateContext) -> CandidateOutcome:
         return book.reject("error", reason="exception", feedback=f"{type(exc).__name__}: {exc}")
 
 
-def _doc_freq(ctx: CandidateContext) -> Any:
-    """The fixed BM25 index's document frequency, the one the broad-query check searches."""
+def _vocabulary(ctx: CandidateContext) -> Any:
+    """The fixed BM25 index the broad-query check searches (its document frequencies), if any."""
     bm25 = ctx.validation.searchers.get("bm25")
-    return getattr(bm25, "doc_freq", None)
+    return bm25 if hasattr(bm25, "doc_freq") else None
 
 
 def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
@@ -126,7 +126,7 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     drafted = book.drafted = draft_for_cell(
         ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings, lang=ctx.lang,
         candidate_id=book.id, rng=candidate_rng(ctx.seed, job.index, "select"), avoid=ctx.avoid(job),
-        chunks=ctx.validation.chunks, doc_freq=_doc_freq(ctx))
+        chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
     if drafted.stopped == "select":
         # recorded as such: the driver marks the cell unsupported, now and when a run resumes
         return book.reject("select", reason="unsupported_cell" if drafted.structural else "no_subgraph",
@@ -143,7 +143,7 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
         again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
                                rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid,
-                               chunks=ctx.validation.chunks, doc_freq=_doc_freq(ctx))
+                               chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
         if again.draft is not None:
             book.drafted = again
         return again

@@ -54,12 +54,12 @@ def draft_for_cell(
     avoid: set[frozenset[str]] | None = None,
     attempt: int = 0,
     chunks: Any = None,
-    doc_freq: Any = None,
+    vocabulary: Any = None,
 ) -> Drafted:
     """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose.
 
     ``chunks`` (a ``ChunkSource``, e.g. the run's validation context's) gives the passages'
-    texts; without it they are read from ``store``. ``doc_freq`` (the fixed BM25 index's)
+    texts; without it they are read from ``store``. ``vocabulary`` (the fixed BM25 index)
     tells the composer the words that would find each hidden passage."""
     out = Drafted(cell=cell)
     try:
@@ -78,7 +78,7 @@ def draft_for_cell(
     except ComposeError as exc:
         out.stopped, out.reason, out.raw = "facts", exc.reason, exc.raw
         return out
-    out.searchable = searchable_words(out.subgraph, out.chunk_texts, lang, doc_freq)
+    out.searchable = searchable_words(out.subgraph, out.chunk_texts, lang, vocabulary)
     out.draft = compose(out.sheet, out.spec, llm, lang, candidate_id, attempt, temperature=c.compose_temperature,
                         max_tokens=c.max_tokens, searchable=out.searchable)
     return out

@@ -239,10 +239,11 @@ def proper_starts(text: str, tokens: Iterable[Token]) -> set[int]:
 
 
 def rarest(text: str, lang: str, doc_freq: Callable[[str], int], n: int, *,
-           skip: set[str] | frozenset[str] = frozenset()) -> list[Token]:
+           skip: set[str] | frozenset[str] = frozenset(), max_df: int | None = None) -> list[Token]:
     """The ``n`` content words of ``text`` a search engine ranks it by: fewest documents
-    first (``doc_freq``, the fixed index's count; 0 = not indexed, left out), one per lemma,
-    none whose lemma or stem is in ``skip``. Returned in the order they appear."""
+    first (``doc_freq``, the fixed index's count; 0 = not indexed, left out; above ``max_df``,
+    left out), one per lemma, none whose lemma or stem is in ``skip``. Returned in the order
+    they appear."""
     seen: set[str] = set()
     ranked: list[tuple[int, int, Token]] = []
     for position, token in enumerate(content(tokenize(text, lang))):
@@ -250,7 +251,7 @@ def rarest(text: str, lang: str, doc_freq: Callable[[str], int], n: int, *,
             continue
         seen.add(token.lemma)
         df = doc_freq(token.surface)
-        if df:
+        if df and (max_df is None or df <= max_df):
             ranked.append((df, position, token))
     chosen = sorted(ranked, key=lambda r: (r[0], r[1]))[:n]
     return [token for _, _, token in sorted(chosen, key=lambda r: r[1])]
