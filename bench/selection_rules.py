@@ -15,7 +15,8 @@ others. Rules, in order:
 * comparison: candidates of different kinds by their articles' first sentences, or any
   comparison where documents are not articles;
 * rival: an intersection whose clue passage names no other thing of the answer's kind;
-* related: a hidden answer whose name shares its words with a name the question may use.
+* related: a hidden answer whose name shares its words with a name the question may use, or
+  a chain's start that shares its words with a hidden bridge (by stem or by lemma).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -68,6 +69,11 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         named = [key(k) for k in sub["constraint_entities"] + sub["bridge_entities"]]
         if any(e is not None and ix.related(answer, e) for e in named):
             return "related"
+    if mechanic in ("chain", "temporal", "calculation"):  # the start may not share a bridge's name
+        starts = [key(k) for k in sub["constraint_entities"]]
+        bridges = [key(k) for k in sub["bridge_entities"]]
+        if any(s is not None and b is not None and ix.related(s, b) for s in starts for b in bridges):
+            return "related"
     return None
 
 
@@ -78,13 +84,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--lang", required=True, choices=["en", "ru"])
-    parser.add_argument("--sets", default="draw1,draw2", help="fixture sets drawn before the rules")
+    parser.add_argument("--sets", default="draw1,draw2", help="fixture sets drawn before the rules (main: LANG.jsonl, draw 4)")
     args = parser.parse_args()
     ix = SelectionIndex.load(Store(args.store, create=False), args.lang)
     total: Counter[str] = Counter()
     for name in args.sets.split(","):
         counts: Counter[str] = Counter()
-        for line in (FIXTURES / f"{args.lang}-{name}.jsonl").read_text(encoding="utf-8").splitlines():
+        path = FIXTURES / (f"{args.lang}.jsonl" if name == "main" else f"{args.lang}-{name}.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row["status"] == "no_subgraph":
                 continue

@@ -409,6 +409,21 @@ def test_about_links_and_related_names(world):
     assert ix.good_value(ix.key_index("1834")) and ix.good_value(ix.key_index("3,400"))
 
 
+def test_related_names_compare_lemmas_where_the_stemmer_splits_one_name(world):
+    # the stemmer cuts 'Сергиев' to 'серг' and 'Сергиева' to 'сергиев'; two entities the
+    # normaliser kept apart must still count as one name (draw 5 named one and hid the other)
+    ix = SelectionIndex.load(world, "ru")
+    a, b, other = 0, 1, 2
+    ix.ent_name[a], ix.ent_aliases[a] = "Сергиев Посад", []
+    ix.ent_name[b], ix.ent_aliases[b] = "Сергиева Посада", ["Сергиевом Посаде"]
+    ix.ent_name[other], ix.ent_aliases[other] = "Павловский Посад", []
+    for e in (a, b, other):
+        ix.ent_label[e] = "location"
+    ix.memo.clear()
+    assert ix.related(a, b)
+    assert not ix.related(a, other)
+
+
 def test_chains_prefer_article_hops_and_never_hide_a_namesake(world):
     cell = Cell(mechanic="chain", form="direct", answer_type="place")
     links = []

@@ -223,7 +223,10 @@ class SelectionIndex:
                 found = memo[e] = ()
                 return found
             forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
-            sets = {frozenset(t.stem for t in content(tokenize(f, self.lang)) if t.number is None) for f in forms}
+            words = [[t for t in content(tokenize(f, self.lang)) if t.number is None] for f in forms]
+            # stems and lemmas both: the stemmer cuts 'Сергиев' to 'серг' but 'Сергиева' to
+            # 'сергиев', while the lemmas agree ('сергиев'); 'Olympic' / 'Olympics' the other way
+            sets = {frozenset(getattr(t, key) for t in ts) for ts in words for key in ("stem", "lemma")}
             found = memo[e] = tuple(x for x in sets if x)
         return found
 
