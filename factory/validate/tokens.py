@@ -188,7 +188,9 @@ class Lexicon:
     """
 
     def __init__(self, common: Iterable[str] = ()) -> None:
-        self.common = set(common)
+        # a frozen set is kept as it is: selection wraps the corpus's 50k-word set once per
+        # entity it judges, and copying it each time was most of building the answer pools
+        self.common = common if isinstance(common, frozenset) else frozenset(common)
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], lang: str = "en", *, max_texts: int = 50_000) -> "Lexicon":

@@ -93,6 +93,8 @@ class SelectionIndex:
     source: str = ""
     _key_pos: dict[str, int] = field(default_factory=dict, repr=False)
     _pools: dict[Any, list[int]] = field(default_factory=dict, repr=False)
+    _pool_locks: dict[Any, threading.Lock] = field(default_factory=dict, repr=False)
+    _pool_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _chunk_label_sets: list[frozenset[str]] = field(default_factory=list, repr=False)
     _sets: dict[Any, frozenset[int]] = field(default_factory=dict, repr=False)
     memo: dict[Any, dict[int, Any]] = field(default_factory=dict, repr=False)  # per-entity results selectors reuse
@@ -127,10 +129,17 @@ class SelectionIndex:
         return [e for e in self.chunk_ents[chunk] if self.ent_label[e] in labels]
 
     def pool(self, name: Any, build: Callable[[], list[int]]) -> list[int]:
-        """A cached list of entity numbers (built once per index)."""
+        """A cached list of entity numbers, built once per index: the candidates a run starts
+        at once wait for the first to build it instead of each building it again."""
         found = self._pools.get(name)
-        if found is None:
-            found = self._pools[name] = build()
+        if found is not None:
+            return found
+        with self._pool_guard:
+            lock = self._pool_locks.setdefault(name, threading.Lock())
+        with lock:
+            found = self._pools.get(name)
+            if found is None:
+                found = self._pools[name] = build()
         return found
 
     @property
