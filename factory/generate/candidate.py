@@ -41,9 +41,10 @@ class CandidateBook:
         self.attempts = self.revisions = self.prunes = self.reselections = 0
         self.final_draft: Draft | None = None
 
-    def _write(self, table: str, row: Any) -> None:
+    def _write(self, table: str, row: Any, *, flush: bool = True) -> None:
         self.ctx.writer.append(table, [row])
-        self.ctx.writer.flush()
+        if flush:
+            self.ctx.writer.flush()
 
     def outcome(self, status: str, stage: str, **fields: Any) -> CandidateOutcome:
         subgraph = self.drafted.subgraph if self.drafted else None
@@ -65,13 +66,16 @@ class CandidateBook:
         row = draft.model_dump(mode="json", exclude={"cell"})
         row.update(run_id=self.ctx.run_id, origin=origin, parent_draft_id=parent.draft_id if parent else None,
                    cell=draft.cell.key)
-        self._write("drafts", row)
+        # drafts and verdicts are flushed with the candidate's next row ('rejected', or before it
+        # is handed to the driver) or by the writer's clock, not one segment per step: a killed
+        # candidate runs again from its start, and the LLM calls it made are flushed one by one
+        self._write("drafts", row, flush=False)
 
     def record_verdict(self, draft: Draft, step: int, verdict: Verdict) -> None:
         row = verdict.model_dump(mode="json")
         row.update(draft_id=draft.draft_id, candidate_id=self.id, run_id=self.ctx.run_id, attempt=draft.attempt,
                    step=step)
-        self._write("verdicts", row)
+        self._write("verdicts", row, flush=False)
 
     def reject(self, stage: str, *, validator: str | None = None, reason: str = "", feedback: str = "") -> CandidateOutcome:
         outcome = self.outcome("rejected", stage, validator=validator, reason=reason, feedback=feedback)
@@ -81,6 +85,7 @@ class CandidateBook:
     def passed(self, judgement: Judgement) -> CandidateOutcome:
         """Through the gauntlet: the task and the final row, not written (the driver settles them)."""
         draft, result = judgement.last.draft, judgement.last.result
+        self.ctx.writer.flush()  # its drafts and verdicts, before the driver writes the task
         task = Task.from_draft(draft, run_id=self.ctx.run_id, revisions=self.revisions,
                                validators=result.passed_names, skipped_validators=result.skipped_names,
                                difficulty=difficulty_figures(result) | {"prunes": self.prunes})
