@@ -62,6 +62,7 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: 
     from bench.acceptance import model_free, prepare
     from factory.compose.composer import history_block
     from factory.records import FactSheet
+    from factory.reference.draw import gave_up
     from factory.reference.judge import judge_candidate, reference_context
     from factory.reference.records import read_reference
 
@@ -74,7 +75,7 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: 
     for cand in candidates:
         judged = judge_candidate(cand, ctx, model_free(settings))
         cand.verdicts = judged.verdicts
-        if judged.accepted_at is not None or cand.status != "drafted" or len(cand.drafts) > 2:
+        if judged.accepted_at is not None or cand.status != "drafted" or len(cand.drafts) > 2 or gave_up(cand):
             continue
         sheet = FactSheet(subgraph=cand.subgraph, facts=[], passages=load_chunk_texts(store, cand.subgraph.chunk_ids))
         history = [(cand.draft(i), judged.verdicts[i]) for i in range(len(cand.drafts))]

@@ -84,10 +84,18 @@ def attach_revisions(candidates: list[ReferenceCandidate], rows: Iterable[dict[s
             problems.append(f"index {cand.index}: its latest draft has no recorded verdict yet")
             continue
         if row.get("give_up"):  # the writer found no honest revision: the candidate stays refused
-            cand.writer_note = (cand.writer_note + " " if cand.writer_note else "") + f"gave up: {row.get('note', '')}"
+            cand.writer_note = (cand.writer_note + " " if cand.writer_note else "") + f"{GAVE_UP} {row.get('note', '')}"
             continue
         _append_draft(cand, row, problems)
     return problems
+
+
+GAVE_UP = "gave up:"  # how a give-up is noted on the candidate (its writer_note)
+
+
+def gave_up(cand: ReferenceCandidate) -> bool:
+    """Did a reviser find no honest revision for the candidate (it gets no further worksheet)?"""
+    return GAVE_UP in (cand.writer_note or "")
 
 
 def _append_draft(cand: ReferenceCandidate, row: dict[str, Any], problems: list[str]) -> None:
