@@ -263,14 +263,14 @@ def test_the_composer_is_told_the_words_that_would_find_each_hidden_passage():
     index = SimpleNamespace(doc_freq=lambda w: df.get(w.casefold(), 0), chunk_ids=[f"c{i}" for i in range(1000)])
     found = searchable_words(sheet.subgraph, sheet.passages, "en", index)
     # only the hidden passage (P2), in reading order; the names are never listed, nor words in
-    # more than 5% of the passages (50 of 1000)
+    # more than 10% of the passages (100 of 1000)
     assert found == {"ironworks_0": ["renamed", "1919"]}
     assert searchable_words(sheet.subgraph, sheet.passages, "en", index, n=1) == {"ironworks_0": ["renamed"]}
     assert searchable_words(sheet.subgraph, sheet.passages, "en", None) == {}
     llm = FakeLLM(script=[REPLY, REPLY])
     spec = TAX.spec(sheet.subgraph.cell)
     first = compose(sheet, spec, llm, "en", "cand-7", searchable=found)
-    line = ("Words a search engine finds P2 by (the question may use at most 2 of them, in any form; describe with other "
+    line = ("Words a search engine finds P2 by (the question may use at most 3 of them, in any form; describe with other "
             "words): renamed, 1919")
     assert line in llm.requests[0].messages[-1].content
     revise([(first, [Verdict(ok=False, validator="shortcut", feedback="P2 surfaced.")])], sheet, spec, llm, "en",
