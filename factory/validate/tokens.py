@@ -14,6 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable, Iterable
 
 import Stemmer
@@ -40,11 +41,20 @@ _SKELETON_RULES = [("kh", "h"), ("ph", "f"), ("ck", "k"), ("oo", "u"), ("ee", "i
 
 @lru_cache(maxsize=2)
 def stopwords(lang: str) -> frozenset[str]:
-    if lang == "ru":
-        from spacy.lang.ru.stop_words import STOP_WORDS
-    else:
-        from spacy.lang.en.stop_words import STOP_WORDS
-    return frozenset(STOP_WORDS)
+    """spaCy's stop-word list, read from its file: importing it as ``spacy.lang.xx.stop_words``
+    first imports the spacy package (thinc, torch: about 2 s of CPU and hundreds of MB in a
+    generation worker that never runs spaCy) for one set of words."""
+    import importlib.util
+
+    package = importlib.util.find_spec("spacy")
+    if package is None or not package.submodule_search_locations:
+        raise ModuleNotFoundError("spacy is not installed")
+    path = Path(package.submodule_search_locations[0]) / "lang" / ("ru" if lang == "ru" else "en") / "stop_words.py"
+    spec = importlib.util.spec_from_file_location(f"_stop_words_{lang}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.STOP_WORDS)
 
 
 ALL_STOPWORDS_LANGS = ("en", "ru")
