@@ -16,6 +16,13 @@ verdict, then revised at most twice in answer to the feedback. What is guarded:
   accepted drafts refused at least 95%.
 Russian has no comparison: the selector refuses it on a corpus that is not made of
 articles, so those draws are selection failures outside the 40.
+
+Draws 5 (LANG-draw5.jsonl, seed 43) and 6 (LANG-draw6.jsonl, seed 47) were drawn and
+drafted after the composer was given its shared-word budget (5% and two words for draw 5,
+10% and three for draw 6), and revised against the default searchers (BM25, dense,
+hybrid); they are judged here with BM25 and held at what was measured. Draw 6 misses the
+60% goal in English (23 of 40) because its writers found no honest question for 16 of its
+subgraphs; 23 of its 24 honest drafts are kept.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 WITHIN_2 = 0.6  # the issue's goal, over all candidates
 FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is not met
+# later draws, judged with BM25: (accepted at the first draft, within two revisions) of 40, measured
+LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (6, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (6, 25)}
 MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
              "ru": {"chain", "intersection", "temporal", "calculation"}}
 
@@ -59,3 +68,18 @@ def test_the_gauntlet_keeps_the_honest_reference_drafts_and_refuses_the_adversar
     made = adversarial(lang, judged, store, index, settings)
     assert made["leaky"]["n"] >= 20 and made["leaky"]["share"] >= 0.95, made["leaky"]
     assert made["planted"]["n"] >= 9 and made["planted"]["share"] >= 0.95, made["planted"]
+
+
+@pytest.mark.parametrize("name,lang", sorted(LATER))
+def test_later_draws_hold_what_was_measured(name: str, lang: str, work: Path) -> None:
+    from bench.acceptance import judge_reference, prepare
+
+    store, index, settings = prepare(lang, work)
+    judged = judge_reference(lang, store, index, settings, name)
+    candidates = [j for j in judged if j.status != "no_subgraph"]
+    first, within_2 = LATER[(name, lang)]
+    assert len(candidates) == 40
+    assert sum(j.within(2) for j in candidates) >= within_2, [
+        (j.index, j.reason) for j in candidates if j.status == "drafted" and not j.within(2)]
+    assert sum(j.first for j in candidates) >= first
+    assert all(j.accepted_at is None or j.status == "drafted" for j in judged)
