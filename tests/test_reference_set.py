@@ -43,17 +43,35 @@ MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculat
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path) -> Path:
-    return tmp_path_factory.mktemp("acceptance")
+def prepared(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path):
+    """(store, fixed index, settings) per language, built once for every draw judged here."""
+    from bench.acceptance import prepare
+
+    work = tmp_path_factory.mktemp("acceptance")
+    built: dict[str, tuple] = {}
+
+    def get(lang: str) -> tuple:
+        if lang not in built:
+            built[lang] = prepare(lang, work)
+        return built[lang]
+
+    return get
+
+
+def judged_set(prepared, lang: str, name: str = "") -> tuple[list, list]:
+    """Every reference candidate of the set as judged, and those with a subgraph."""
+    from bench.acceptance import judge_reference
+
+    judged = judge_reference(lang, *prepared(lang), name)
+    return judged, [j for j in judged if j.status != "no_subgraph"]
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
-def test_the_gauntlet_keeps_the_honest_reference_drafts_and_refuses_the_adversarial_ones(lang: str, work: Path) -> None:
-    from bench.acceptance import adversarial, judge_reference, prepare, single_hop
+def test_the_gauntlet_keeps_the_honest_reference_drafts_and_refuses_the_adversarial_ones(lang: str, prepared) -> None:
+    from bench.acceptance import adversarial, single_hop
 
-    store, index, settings = prepare(lang, work)
-    judged = judge_reference(lang, store, index, settings)
-    candidates = [j for j in judged if j.status != "no_subgraph"]
+    store, index, settings = prepared(lang)
+    judged, candidates = judged_set(prepared, lang)
     drafted = [j for j in candidates if j.status == "drafted"]
     assert len(candidates) == 40 and {j.cell.split("/")[0] for j in candidates} == MECHANICS[lang]
     refused = [(j.index, j.reason) for j in drafted if not j.within(2)]
@@ -71,12 +89,8 @@ def test_the_gauntlet_keeps_the_honest_reference_drafts_and_refuses_the_adversar
 
 
 @pytest.mark.parametrize("name,lang", sorted(LATER))
-def test_later_draws_hold_what_was_measured(name: str, lang: str, work: Path) -> None:
-    from bench.acceptance import judge_reference, prepare
-
-    store, index, settings = prepare(lang, work)
-    judged = judge_reference(lang, store, index, settings, name)
-    candidates = [j for j in judged if j.status != "no_subgraph"]
+def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> None:
+    judged, candidates = judged_set(prepared, lang, name)
     first, within_2 = LATER[(name, lang)]
     assert len(candidates) == 40
     assert sum(j.within(2) for j in candidates) >= within_2, [
