@@ -19,8 +19,8 @@ out = Console(soft_wrap=True)
 
 def compose_command(
     store: Path = typer.Option(..., "--store", help="store folder with chunks and entity statistics"),
-    index: Optional[Path] = typer.Option(None, "--index", help="fixed index folder (not searched by the composer; "
-                                         "accepted so the command lines of compose and generate match)"),
+    index: Optional[Path] = typer.Option(None, "--index", help="fixed index folder: the composer is told each "
+                                         "hidden passage's search words from it, as in `generate`"),
     llm: Optional[str] = typer.Option(None, "--llm", help="backend spec: llamacpp:NAME, openai:URL#MODEL, fake"),
     n: int = typer.Option(5, "--n", min=1, help="drafts to compose"),
     cell: Optional[str] = typer.Option(None, "--cell", help="MECHANIC/FORM/TYPE; default: drawn by the sampler"),
@@ -57,6 +57,11 @@ def compose_command(
     selection = SelectionIndex.load(the_store, lang)
     if not selection.chunk_ids:
         raise FactoryError(f"{store}: no entity mentions in {lang!r}; run `factory ingest` with entities first")
+    vocabulary = None
+    if index is not None:  # the words the broad-query check would find each hidden passage by
+        from factory.index.fixed import open_index
+
+        vocabulary = open_index(index, store=the_store, settings=settings).searcher("bm25")
     gateway = make_gateway(settings.llm.spec, settings, store=the_store, stage_default="compose",
                            run_id=f"compose-{uuid.uuid4().hex[:8]}")
     sampler = CellSampler(tax, settings.seed, lang)
@@ -66,7 +71,7 @@ def compose_command(
         chosen = fixed or sampler.draw(i)
         result = draft_for_cell(selection, the_store, tax, chosen, gateway, settings, lang=lang,
                                 candidate_id=f"compose-{settings.seed}-{i}",
-                                rng=candidate_rng(settings.seed, i, "select"), avoid=used)
+                                rng=candidate_rng(settings.seed, i, "select"), avoid=used, vocabulary=vocabulary)
         if result.stopped == "facts" and result.raw:
             result.reason += f" | raw: {result.raw[:300]!r}"
         if result.subgraph is not None:

@@ -72,3 +72,15 @@ def test_panels_show_bracketed_chunk_ids(store):
                                       "--cell", "chain/direct/person", "--lang", "en"])
     assert result.exit_code == 0, result.output
     assert "[a_0]" in result.output or "[b_0]" in result.output or "[c_0]" in result.output or "[d_0]" in result.output
+
+
+def test_compose_with_an_index_tells_the_composer_the_search_words(store, tmp_path):
+    from factory.index.fixed import build_index
+
+    _write(store)
+    build_index(store, tmp_path / "index", "en", dense=None, progress=False)
+    result = CliRunner().invoke(app, ["compose", "--store", str(store.root), "--index", str(tmp_path / "index"),
+                                      "--llm", "fake", "--n", "1", "--cell", "chain/direct/person", "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    prompts = [str(r["request"]) for r in store.query("SELECT request FROM llm_calls WHERE stage = 'compose'")]
+    assert prompts and all("Words a search engine finds P2 by (the question may use at most 3" in p for p in prompts)
