@@ -10,9 +10,18 @@ order. Two users, one sketch:
   accepted before it (a linear scan: a run accepts thousands of tasks at most, and LSH
   misses pairs near the threshold), with check and registration under one lock; and a
   candidate's early check of its draft against the tasks known when it was drawn
-  (``find`` among given ids, registering nothing);
+  (``find`` among given ids, registering nothing). Here a near-duplicate question is
+  the same task only when it is also about the same thing: the two share a support
+  passage or the answer (``same_subject``), or it is the same question word for word
+  (after normalisation: one question with two answers is never two tasks). Two questions
+  worded alike whose answers differ and whose evidence is disjoint are two tasks (the
+  capital of France, the capital of Peru): in 725 hand-written reference
+  drafts every cross-candidate pair at the threshold shared both, while the late
+  "duplicates" of a ``fake:factory`` run were template siblings sharing neither (42 of 45).
 * ``SimilarityIndex``: the training export's lookup of which tasks a question or
-  support set hits (MinHash LSH over a whole store's tasks).
+  support set hits (MinHash LSH over a whole store's tasks). It stays conservative: any
+  near-duplicate wording counts, since a training question worded like a benchmark
+  question teaches its form, and benchmark folders carry no answers to compare.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from typing import Iterable
 
 from datasketch import MinHash, MinHashLSH
 
-from factory.validate.matching import answer_keys
+from factory.validate.matching import answer_keys, match_answer
 
 SEED = 1  # one permutation family for every sketch, across runs
 
@@ -37,14 +46,24 @@ def question_shingles(question: str, lang: str) -> set[str]:
     return set(keys) | {f"{a} {b}" for a, b in zip(keys, keys[1:])}
 
 
-def question_sketch(question: str, lang: str, num_perm: int) -> MinHash:
+def question_sketch(question: str, lang: str, num_perm: int, shingles: set[str] | None = None) -> MinHash:
     mh = MinHash(num_perm=num_perm, seed=SEED)
-    for shingle in sorted(question_shingles(question, lang)):
+    for shingle in sorted(question_shingles(question, lang) if shingles is None else shingles):
         mh.update(shingle.encode("utf-8"))
     return mh
 
 
 # ------------------------------------------------------------------ generation
+def same_subject(support: Iterable[str], answer: str, other_support: Iterable[str], other_answer: str,
+                 lang: str) -> bool:
+    """Whether two tasks are about the same thing: a shared support passage, or one answer
+    (the same keys, or one containing the other: 'Jobs' and 'Steve Jobs')."""
+    if set(support) & set(other_support):
+        return True
+    return bool(match_answer(answer, [other_answer], lang, partial=False)
+                or match_answer(other_answer, [answer], lang, partial=False))
+
+
 @dataclass(frozen=True)
 class Duplicate:
     kind: str  # near_duplicate_question | same_support
@@ -62,9 +81,12 @@ class TaskDeduper:
         self._hashes: dict[str, MinHash] = {}
         self._supports: dict[str, str] = {}  # support key -> the first task registered with it
         self._keys: dict[str, str] = {}  # task -> its support key
+        self._subjects: dict[str, tuple[frozenset[str], str, int]] = {}  # task -> (support, answer, question key)
         self._lock = threading.Lock()
 
-    def _find(self, task_id: str, mh: MinHash, key: str, among: Iterable[str] | None = None) -> Duplicate | None:
+    def _find(self, task_id: str, mh: MinHash, words: int, support: list[str], answer: str, lang: str,
+              among: Iterable[str] | None = None) -> Duplicate | None:
+        key = support_key(support)
         if among is None:
             if key in self._supports and self._supports[key] != task_id:
                 return Duplicate("same_support", self._supports[key])
@@ -80,43 +102,52 @@ class TaskDeduper:
             if other == task_id:
                 continue
             jaccard = mh.jaccard(their)
-            if jaccard >= self.threshold and (best is None or jaccard > best.jaccard):
+            if jaccard < self.threshold or (best is not None and jaccard <= best.jaccard):
+                continue
+            their_support, their_answer, their_words = self._subjects[other]
+            if words == their_words or same_subject(support, answer, their_support, their_answer, lang):
                 best = Duplicate("near_duplicate_question", other, round(jaccard, 3))
         return best
 
-    def find(self, question: str, support: Iterable[str], lang: str, *, among: Iterable[str],
+    def find(self, question: str, support: Iterable[str], answer: str, lang: str, *, among: Iterable[str],
              task_id: str = "") -> Duplicate | None:
         """The duplicate among the registered tasks ``among``, if any; registers nothing."""
-        mh = question_sketch(question, lang, self.num_perm)
+        mh, words = self._sketch(question, lang)
         with self._lock:
-            return self._find(task_id, mh, support_key(support), among)
+            return self._find(task_id, mh, words, list(support), answer, lang, among)
+
+    def _sketch(self, question: str, lang: str) -> tuple[MinHash, int]:
+        shingles = question_shingles(question, lang)
+        return question_sketch(question, lang, self.num_perm, shingles), hash(frozenset(shingles))
 
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._hashes
 
-    def check_and_add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> Duplicate | None:
+    def check_and_add(self, task_id: str, question: str, support: Iterable[str], answer: str,
+                      lang: str) -> Duplicate | None:
         """The duplicate found, or None after registering this task as accepted."""
         support = list(support)
-        mh = question_sketch(question, lang, self.num_perm)
+        mh, words = self._sketch(question, lang)
         with self._lock:
             if task_id in self._hashes:
                 return None  # already registered (a resumed run re-seeing its own task)
-            found = self._find(task_id, mh, support_key(support))
+            found = self._find(task_id, mh, words, support, answer, lang)
             if found is None:
-                self._add(task_id, mh, support)
+                self._add(task_id, mh, words, support, answer)
             return found
 
-    def add(self, task_id: str, question: str, support: Iterable[str], lang: str) -> None:
+    def add(self, task_id: str, question: str, support: Iterable[str], answer: str, lang: str) -> None:
         if task_id in self._hashes:
             return
-        mh = question_sketch(question, lang, self.num_perm)
+        mh, words = self._sketch(question, lang)
         with self._lock:
             if task_id not in self._hashes:
-                self._add(task_id, mh, list(support))
+                self._add(task_id, mh, words, list(support), answer)
 
-    def _add(self, task_id: str, mh: MinHash, support: list[str]) -> None:
+    def _add(self, task_id: str, mh: MinHash, words: int, support: list[str], answer: str) -> None:
         self._hashes[task_id] = mh
         self._keys[task_id] = support_key(support)
+        self._subjects[task_id] = (frozenset(support), answer or "", words)
         self._supports.setdefault(self._keys[task_id], task_id)
 
 

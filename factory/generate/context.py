@@ -75,13 +75,13 @@ class CandidateContext:
 
     def duplicates(self, job: Job) -> Callable[[str, Sequence[str]], Duplicate | None]:
         """The early duplicate check of ``job``'s drafts: against the tasks it selects away from."""
-        for (task_id, question), support in zip(job.questions, job.avoid):
-            self.known.add(task_id, question, support, self.lang)
+        for (task_id, question, answer), support in zip(job.questions, job.avoid):
+            self.known.add(task_id, question, support, answer, self.lang)
         among = (self.outside_ids | {task for index, task in self.run_accepted_ids if index <= job.settled_upto}
-                 | {task_id for task_id, _ in job.questions})
+                 | {task_id for task_id, _, _ in job.questions})
 
-        def duplicate_of(question: str, support: Sequence[str]) -> Duplicate | None:
-            return self.known.find(question, support, self.lang, among=among)
+        def duplicate_of(question: str, support: Sequence[str], answer: str) -> Duplicate | None:
+            return self.known.find(question, support, answer, self.lang, among=among)
 
         return duplicate_of
 
@@ -110,10 +110,10 @@ def make_context(store: Any, index: Any, llm: Any, settings: Any, *, lang: str, 
     g = settings.generate
     known = TaskDeduper(g.dedup_jaccard, g.dedup_perm)
     others = [row for row in scope.accepted(store, before=cutoff) if row["run_id"] != run_id]
-    mine = store.query("SELECT c.idx, t.task_id, t.question, t.support_chunk_ids FROM tasks t JOIN candidates c "
+    mine = store.query("SELECT c.idx, t.task_id, t.question, t.answer, t.support_chunk_ids FROM tasks t JOIN candidates c "
                        "ON c.candidate_id = t.candidate_id WHERE t.run_id = ? AND c.status = 'accepted'", [run_id])
     for row in [*others, *mine]:
-        known.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], lang)
+        known.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], row["answer"], lang)
     finished = store.query("SELECT * FROM candidates WHERE run_id = ? AND status IN ('accepted', 'rejected')",
                            [run_id])
     return CandidateContext(

@@ -44,7 +44,7 @@ class Job:
     cell: str
     settled_upto: int = -1  # candidates up to this index were settled when it was drawn
     avoid: tuple[tuple[str, ...], ...] = ()  # support sets this try accepted up to ``settled_upto``
-    questions: tuple[tuple[str, str], ...] = ()  # those tasks' (task id, question), in the same order
+    questions: tuple[tuple[str, str, str], ...] = ()  # those tasks' (task id, question, answer), in the same order
 
 
 @dataclass(frozen=True)

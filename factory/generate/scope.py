@@ -72,7 +72,7 @@ class TaskScope:
                  since: datetime | None = None) -> list[dict[str, Any]]:
         """Accepted tasks in scope (written before / since a time, if given), oldest first."""
         where, params = self._runs()
-        sql = (f"SELECT task_id, run_id, cell, question, support_chunk_ids, _written_at FROM tasks "
+        sql = (f"SELECT task_id, run_id, cell, question, answer, support_chunk_ids, _written_at FROM tasks "
                f"WHERE {where} AND lang = ?")
         params = [*params, self.lang]
         if before is not None:

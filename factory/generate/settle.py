@@ -63,7 +63,7 @@ class Settler:
                 continue  # its task row landed, its 'accepted' row did not: it settles again
             if row["run_id"] != run_id:
                 outside[row["cell"]] += 1
-            self.deduper.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], lang)
+            self.deduper.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], row["answer"], lang)
         self.known = {row["task_id"] for row in rows}
         # the other runs of the scope count whole; this run's candidates are counted by index (draw)
         self.sampler = CellSampler(taxonomy, seed, lang, dict(outside), drawn=scope.drawn(store, others=True))
@@ -71,8 +71,8 @@ class Settler:
             self.sampler.mark_unsupported(Cell.parse(key), reason)
         self._drawn_upto = 0  # cells of candidates below this are counted as drawn
         self._applied_upto = -1  # settled candidates up to this are counted in the sampler
-        # (index, support set, task id, question) of the tasks this try accepted
-        self.accepted_here: list[tuple[int, tuple[str, ...], str, str]] = []
+        # (index, support set, task id, question, answer) of the tasks this try accepted
+        self.accepted_here: list[tuple[int, tuple[str, ...], str, str, str]] = []
         self.refreshed_at = self.started_at
         self.writer = store.writer(f"settle-{run_id}")
 
@@ -117,7 +117,7 @@ class Settler:
         self._drawn_upto = index + 1
         seen = [a for a in self.accepted_here if a[0] <= settled_upto]
         return Job(index=index, cell=cell, settled_upto=settled_upto, avoid=tuple(a[1] for a in seen),
-                   questions=tuple((a[2], a[3]) for a in seen))
+                   questions=tuple((a[2], a[3], a[4]) for a in seen))
 
     def _count_drawn(self, cell: str) -> None:
         self.sampler.drawn[cell] = self.sampler.drawn.get(cell, 0) + 1
@@ -135,7 +135,7 @@ class Settler:
             task = outcome.task
             support = tuple(task.support_chunk_ids) if task else ()
             self.accepted_here.append((outcome.index, support, task.task_id if task else final.candidate_id,
-                                       task.question if task else ""))
+                                       task.question if task else "", task.answer if task else ""))
             self.history[outcome.index] = Settled(outcome.cell, support=support)
             self.known.add(final.candidate_id)
         else:
@@ -145,7 +145,8 @@ class Settler:
     def _accept_unless_duplicate(self, outcome: CandidateOutcome) -> CandidateOutcome:
         task = outcome.task
         assert task is not None
-        duplicate = self.deduper.check_and_add(outcome.candidate_id, task.question, task.support_chunk_ids, task.lang)
+        duplicate = self.deduper.check_and_add(outcome.candidate_id, task.question, task.support_chunk_ids, task.answer,
+                                               task.lang)
         if duplicate is not None:
             final = outcome.settled(status="rejected", stage="dedup", validator="dedup", reason=duplicate.kind,
                                     feedback=duplicate.describe(), task_id=None)
@@ -168,7 +169,8 @@ class Settler:
             if row["task_id"] in self.known or row["run_id"] == self.run_id:
                 continue
             self.known.add(row["task_id"])
-            self.deduper.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], self.lang)
+            self.deduper.add(row["task_id"], row["question"], row["support_chunk_ids"] or [], row["answer"],
+                             self.lang)
             self.sampler.record_accepted(Cell.parse(row["cell"]))
         self.refreshed_at = now
 

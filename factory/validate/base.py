@@ -150,8 +150,8 @@ class ValidationContext:
     difficulty: Any = None  # factory.agent.difficulty.DifficultyChecker when the agent run is on
     known_chunk_ids: Callable[[Sequence[str]], set[str]] | None = None
     item_id: str = ""
-    # (question, support) -> the duplicate among the tasks known when the candidate was drawn, or None
-    duplicate_of: Callable[[str, Sequence[str]], Any] | None = None
+    # (question, support, answer) -> the duplicate among the tasks known when the candidate was drawn, or None
+    duplicate_of: Callable[[str, Sequence[str], str], Any] | None = None
 
     def for_item(self, item_id: str, subgraph: Subgraph | None = None) -> "ValidationContext":
         """A copy for one candidate (shares caches and clients)."""

@@ -208,17 +208,19 @@ def test_dedup_rejects_a_known_task_before_any_costly_check_and_skips_outside_a_
     assert outside.verdicts[1].reason == "no_task_list"
 
     known = TaskDeduper()
-    known.add("t-same", draft.question, ["other-1", "other-2"], "en")  # the same question, other passages
-    known.add("t-later", "An unrelated question about rivers and their bridges", draft.support_chunk_ids, "en")
+    # the same question and answer, other passages
+    known.add("t-same", draft.question, ["other-1", "other-2"], draft.answer, "en")
+    known.add("t-later", "An unrelated question about rivers and their bridges", draft.support_chunk_ids, "Avon", "en")
     later = Recorder("closed_book")
     ctx = _ctx()
-    ctx.duplicate_of = lambda q, s: known.find(q, s, "en", among={"t-same"})
+    ctx.duplicate_of = lambda q, s, a: known.find(q, s, a, "en", among={"t-same"})
     result = run_gauntlet(draft, ctx, [*validators[:2], later])
     assert result.failure.validator == "dedup" and result.failure.reason == "near_duplicate_question"
     assert result.failure.figures["of"] == "t-same" and later.seen == 0
     # a task accepted after the draw is not among those the candidate knows: the driver finds it when settling
-    ctx.duplicate_of = lambda q, s: known.find("Which old mill stood by the second ford?", s, "en", among={"t-same"})
+    ctx.duplicate_of = lambda q, s, a: known.find("Which old mill stood by the second ford?", s, a, "en",
+                                                  among={"t-same"})
     assert run_gauntlet(draft, ctx, [*validators[:2], later]).passed and later.seen == 1
-    ctx.duplicate_of = lambda q, s: known.find("Which old mill stood by the second ford?", s, "en",
-                                               among={"t-same", "t-later"})
+    ctx.duplicate_of = lambda q, s, a: known.find("Which old mill stood by the second ford?", s, a, "en",
+                                                  among={"t-same", "t-later"})
     assert run_gauntlet(draft, ctx, validators[:2]).failure.reason == "same_support"
