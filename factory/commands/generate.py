@@ -60,7 +60,8 @@ def generate_command(
         raise FactoryError(f"{index}: the index is for {fixed.manifest.lang!r}, not {lang!r}")
     require_language(settings.llm.spec, lang)
     run_id = run_id or f"gen-{lang}-s{settings.seed}"
-    gateway = make_gateway(settings.llm.spec, settings, store=the_store, run_id=run_id)
+    gateway = make_gateway(settings.llm.spec, settings, store=the_store, run_id=run_id,
+                           record_every_s=settings.llm.record_every_s)
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=out,

@@ -3,12 +3,15 @@
 A candidate never settles anything: it does not draw its cell, check duplicates or
 write a task. It drafts (``drafting``), judges the draft (``judge``) and comes back
 ``passed`` with its ``Task`` or ``rejected`` with the reason; the driver settles it.
-Every step is written to the store and flushed at once (``candidates``, ``drafts``,
-``verdicts``), so another process can read rejects while a run goes on.
+Every step is written to the store (``candidates``, ``drafts``, ``verdicts``) and flushed
+at the candidate's checkpoints (its start, its rejection, before it is handed to the
+driver) or by the writer's clock, after the LLM calls they came from, so another process
+can read rejects while a run goes on.
 
 Resume is by database keys: candidate ``i`` of a run always has the same id; one that
 finished is not done again, one that was cut short starts over with the cell it had
-drawn, and the gateway's cache answers every LLM call it had already made.
+drawn, and the gateway's cache answers every LLM call it had recorded (a kill loses at
+most the last ``llm.record_every_s`` of them, which are asked again).
 """
 
 from __future__ import annotations
@@ -44,7 +47,15 @@ class CandidateBook:
     def _write(self, table: str, row: Any, *, flush: bool = True) -> None:
         self.ctx.writer.append(table, [row])
         if flush:
-            self.ctx.writer.flush()
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """The candidate's rows so far, after the LLM calls they came from (the gateway groups
+        its call rows: a draft or verdict in the store always has its calls there too)."""
+        flush_calls = getattr(self.ctx.llm, "flush_records", None)  # a Gateway; test fakes record nothing
+        if flush_calls is not None:
+            flush_calls()
+        self.ctx.writer.flush()
 
     def outcome(self, status: str, stage: str, **fields: Any) -> CandidateOutcome:
         subgraph = self.drafted.subgraph if self.drafted else None
@@ -68,7 +79,7 @@ class CandidateBook:
                    cell=draft.cell.key)
         # drafts and verdicts are flushed with the candidate's next row ('rejected', or before it
         # is handed to the driver) or by the writer's clock, not one segment per step: a killed
-        # candidate runs again from its start, and the LLM calls it made are flushed one by one
+        # candidate runs again from its start, and the LLM calls it made are served from the store
         self._write("drafts", row, flush=False)
 
     def record_verdict(self, draft: Draft, step: int, verdict: Verdict) -> None:
@@ -85,7 +96,7 @@ class CandidateBook:
     def passed(self, judgement: Judgement) -> CandidateOutcome:
         """Through the gauntlet: the task and the final row, not written (the driver settles them)."""
         draft, result = judgement.last.draft, judgement.last.result
-        self.ctx.writer.flush()  # its drafts and verdicts, before the driver writes the task
+        self.checkpoint()  # its drafts and verdicts, before the driver writes the task
         task = Task.from_draft(draft, run_id=self.ctx.run_id, revisions=self.revisions,
                                validators=result.passed_names, skipped_validators=result.skipped_names,
                                difficulty=difficulty_figures(result) | {"prunes": self.prunes})

@@ -176,7 +176,8 @@ def _build(spec: ContextSpec) -> tuple[CandidateContext, Any]:
     settings = Settings(**json.loads(spec.settings_json))
     store = Store(spec.store)
     index = open_index(Path(spec.index_dir), store=store, settings=settings)
-    gateway = make_gateway(settings.llm.spec, settings, store, run_id=spec.run_id)
+    gateway = make_gateway(settings.llm.spec, settings, store, run_id=spec.run_id,
+                           record_every_s=settings.llm.record_every_s)
     try:
         scope = TaskScope(run_id=spec.run_id, lang=spec.lang, training_set=spec.training_set)
         ctx = make_context(store, index, gateway, settings, lang=spec.lang, run_id=spec.run_id, seed=spec.seed,

@@ -5,8 +5,14 @@
   the model name. A successful call (``error is None``; a parse failure is the
   model's answer and counts as one) is served from cache afterwards with
   ``cached=True`` and spends no tokens. A failed call is recorded but asked again.
-* **Log**: each finished call is one row in ``llm_calls``, flushed as its own
-  segment the moment it finishes, so a SIGKILL loses only the calls in flight.
+* **Log**: each finished call is one row in ``llm_calls``. Rows are written together
+  (group commit): on the first call finishing ``record_every_s`` after the last write,
+  and whenever a caller reaches a checkpoint (``flush_records``: a candidate does before
+  it writes the drafts and verdicts those calls led to). A SIGKILL loses the calls in
+  flight and at most that window of finished ones, which a rerun asks again; with
+  ``record_every_s=0`` every call is its own segment at once. One Parquet segment per
+  call cost about 1.8 ms of CPU more than one row of a shared segment, a sixth of the
+  factory's CPU per request against a simulated vLLM server.
   Cache hits are not logged (they cost nothing); ``stats`` counts them.
 * **Concurrency**: at most ``concurrency`` backend calls in flight across all
   threads using this gateway; ``complete_many`` keeps that many going and returns
@@ -89,6 +95,7 @@ class Gateway:
         recheck_store_on_miss: bool = False,
         writer_name: str = "llm",
         compact_over: int = 256,
+        record_every_s: float = 0.0,
     ) -> None:
         self.backend = backend
         self.store = store
@@ -102,7 +109,9 @@ class Gateway:
         self._lock = threading.Lock()
         self._inflight: dict[str, Future[LLMResponse]] = {}
         self._cache: dict[str, str] = {}
-        self._writer = store.writer(writer_name) if store is not None else None
+        # the writer's own clock does the group commit: rows appended after record_every_s flush all
+        self._writer = (store.writer(writer_name, flush_seconds=record_every_s) if store is not None else None)
+        self._record_every_s = record_every_s
         if store is not None:
             # one segment per call adds up; merging them first keeps the start (and every
             # reader of llm_calls) fast. Safe while others write: see Store.compact.
@@ -188,6 +197,11 @@ class Gateway:
         if self.store is not None:
             return self.store.query("SELECT * FROM llm_usage ORDER BY stage, backend, model")
         return [{"stage": k, **vars(v)} for k, v in sorted(self.stats.by_stage.items())]
+
+    def flush_records(self) -> None:
+        """Write the finished calls not yet in the store (a caller's checkpoint)."""
+        if self._writer is not None:
+            self._writer.flush("llm_calls")
 
     def close(self) -> None:
         if self._writer is not None:
@@ -289,9 +303,9 @@ class Gateway:
             "started_at": started,
             "run_id": self.run_id,
         }
-        # its own segment right away: a kill after this line loses nothing recorded
-        self._writer.append("llm_calls", [row])
-        self._writer.flush("llm_calls")
+        self._writer.append("llm_calls", [row])  # flushed by the writer's clock (record_every_s)
+        if self._record_every_s <= 0:
+            self._writer.flush("llm_calls")
 
 
 class BoundGateway:

@@ -196,3 +196,26 @@ def test_many_call_segments_are_merged_at_start_and_still_served(store) -> None:
     assert len(store.segments("llm_calls")) == 1
     assert all(second.complete(ask(f"q{i}")).cached for i in range(4)) and fake.calls == 0
     assert store.scalar("SELECT count(*) FROM llm_calls") == 4
+
+
+def test_grouped_call_rows_land_together_at_a_checkpoint_or_when_the_window_has_passed(store) -> None:
+    """A generation run's gateway writes its call rows together: one segment for calls finished
+    within ``record_every_s``, and any caller's checkpoint writes what is pending."""
+    gateway = Gateway(FakeLLM(default=GOOD), store, record_every_s=1.5)
+    for i in range(5):
+        gateway.complete(ask(f"q{i}"))
+    assert store.segments("llm_calls") == []  # all within the window: nothing written yet
+    gateway.flush_records()  # a candidate's checkpoint
+    assert len(store.segments("llm_calls")) == 1 and store.scalar("SELECT count(*) FROM llm_calls") == 5
+    gateway.complete(ask("q5"))
+    time.sleep(1.6)
+    gateway.complete(ask("q6"))  # finishes after the window: both pending rows go in one segment
+    assert len(store.segments("llm_calls")) == 2 and store.scalar("SELECT count(*) FROM llm_calls") == 7
+    gateway.complete(ask("q7"))
+    gateway.close()
+    assert store.scalar("SELECT count(*) FROM llm_calls") == 8
+    # a new gateway serves every recorded answer, and without a window each call is written at once
+    at_once = Gateway(FakeLLM(default={"answer": "new", "confidence": 0.0}), store)
+    assert all(at_once.complete(ask(f"q{i}")).cached for i in range(8))
+    at_once.complete(ask("q8"))
+    assert store.scalar("SELECT count(*) FROM llm_calls") == 9
