@@ -74,7 +74,7 @@ class LLMSettings(Section):
     repair: bool = Field(True, description="one repair request for an answer that does not follow the schema")
     recheck_store_on_miss: bool = Field(False, description="look for answers other processes wrote before asking")
     record_every_s: float = Field(
-        1.0, ge=0, description="in a generation run, finished calls are written to llm_calls together, on the "
+        0.5, ge=0, description="in a generation run, finished calls are written to llm_calls together, on the "
         "first call this long after the last write and at every candidate's checkpoint: a kill loses at most "
         "that window, asked again on a rerun; 0 = one Parquet segment per call (about 1.8 ms of CPU each; "
         "other commands always write each call at once)")

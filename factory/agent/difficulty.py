@@ -98,6 +98,7 @@ class DifficultyChecker:
         text_of: Callable[[str], str] | None = None,
         lang: str | None = None,
         rollouts: int | None = None,
+        writer: Any = None,
     ) -> None:
         self.settings = agent_settings(settings)
         found, index_text, index_lang = resolve_searcher(searcher, self.settings.searcher)
@@ -105,6 +106,7 @@ class DifficultyChecker:
         self.rollouts = rollouts or self.settings.difficulty_rollouts
         self.agent = SearchAgent(
             found, llm, settings, text_of=text_of or index_text, store=store, lang=lang, stage="agent_run",
+            writer=writer,
         )
 
     def check(self, question: str, gold_chunk_ids: list[str], item_id: str) -> DifficultyReport:

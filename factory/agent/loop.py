@@ -74,6 +74,7 @@ class SearchAgent:
         stage: str = "agent",
         run_id: str = "",
         seed: int | None = None,
+        writer: Any = None,
     ) -> None:
         self.searcher = searcher
         self.llm = llm
@@ -81,6 +82,9 @@ class SearchAgent:
         self.seed = seed if seed is not None else (settings.seed if isinstance(settings, Settings) else 13)
         self.text_of = text_of
         self.store = store
+        # a writer its owner flushes (a generation run's, at each candidate's checkpoint), or
+        # each episode in its own segments of ``store``
+        self.writer = writer
         self.lang = lang
         self.stage = stage
         self.run_id = run_id
@@ -108,8 +112,8 @@ class SearchAgent:
 
     def episode(self, question: str, *, item_id: str = "", rollout: int = 0) -> EpisodeTrace:
         trace = Episode(self, question, item_id=item_id, rollout=rollout).run()
-        if self.store is not None:
-            write_episode(self.store, trace)
+        if self.writer is not None or self.store is not None:
+            write_episode(self.writer if self.writer is not None else self.store, trace)
         return trace
 
     def run(self, question: str, *, item_id: str = "", rollouts: int | None = None) -> AgentResult:

@@ -19,6 +19,7 @@ from factory.agent.state import RoundState, SavedChunk
 from factory.llm.types import LLMRequest, Message, Sampling, ToolSpec
 from factory.settings import AgentLimits
 from factory.store import json_value
+from factory.store.store import SegmentWriter
 
 
 class _Model(BaseModel):
@@ -315,11 +316,16 @@ def episode_rows(trace: EpisodeTrace) -> dict[str, list[dict[str, Any]]]:
     return {"agent_episodes": [episode], "agent_rounds": rounds, "agent_turns": turns}
 
 
-def write_episode(store: Any, trace: EpisodeTrace) -> None:
-    """Write one episode's rows (turns and rounds first: a reader that finds the
-    episode row finds its turns too)."""
+def write_episode(target: Any, trace: EpisodeTrace) -> None:
+    """Write one episode's rows, turns and rounds first (a reader that finds the episode row
+    finds its turns too): to a store, flushed at once, or appended to a writer whose owner
+    flushes it (its tables flush in the order first used, so turns still land first)."""
     rows = episode_rows(trace)
-    with store.writer("agent") as writer:
+    if isinstance(target, SegmentWriter):
+        for table in ("agent_turns", "agent_rounds", "agent_episodes"):
+            target.append(table, rows[table])
+        return
+    with target.writer("agent") as writer:
         writer.append("agent_turns", rows["agent_turns"])
         writer.append("agent_rounds", rows["agent_rounds"])
         writer.flush()

@@ -97,10 +97,12 @@ def make_context(store: Any, index: Any, llm: Any, settings: Any, *, lang: str, 
     if index is not None:
         kinds = ["bm25"] + (["dense", "hybrid"] if getattr(index, "has_dense", False) else [])
         searchers = {kind: index.searcher(kind) for kind in kinds if kind in settings.validation.shortcut_searchers}
+    # the candidates' rows and their agent episodes share one writer, flushed at each candidate's checkpoint
+    writer = store.writer(f"generate-{run_id}")
     if difficulty is None and settings.validation.agent_run and index is not None:
         from factory.agent.difficulty import DifficultyChecker
 
-        difficulty = DifficultyChecker(index, llm, settings, store)
+        difficulty = DifficultyChecker(index, llm, settings, store, writer=writer)
     chunks = StoreChunks(store)
     if isinstance(index, FixedIndex):  # the run's texts without a query per candidate
         chunks = IndexChunks(index, chunks)
@@ -120,7 +122,7 @@ def make_context(store: Any, index: Any, llm: Any, settings: Any, *, lang: str, 
         store=store, index=index, llm=llm, settings=settings, lang=lang, run_id=run_id, seed=seed,
         taxonomy=taxonomy or load_taxonomy(settings.compose.taxonomy_dir), selection=SelectionIndex.load(store, lang),
         validation=validation, validators=build_validators(settings.validation.order),
-        writer=store.writer(f"generate-{run_id}"),
+        writer=writer,
         outside={frozenset(row["support_chunk_ids"] or []) for row in others},
         run_accepted=[(int(r["idx"]), frozenset(r["support_chunk_ids"] or [])) for r in mine],
         known=known, outside_ids={row["task_id"] for row in others},

@@ -86,6 +86,22 @@ def test_store_round_trip(store, searcher):
     assert store.scalar("SELECT count(*) FROM agent_rounds WHERE episode_id = ?", [trace.episode_id]) == 2
 
 
+def test_episodes_given_a_writer_wait_for_its_owner_and_land_turns_first(store, searcher):
+    """A generation run hands the agent its candidates' writer: episodes are written at the
+    candidate's checkpoint, in the tables' first-used order, so turns land before episodes."""
+    writer = store.writer("generate-r1", flush_seconds=3600)
+    agent = SearchAgent(searcher, make_llm("tools", messy_script("tools") * 2), settings_with(rounds=3), store=store,
+                        writer=writer, stage="agent_run")
+    first, second = agent.episode("Q?", item_id="c-1"), agent.episode("Q again?", item_id="c-1")
+    assert store.segments("agent_episodes") == [] and store.segments("agent_turns") == []
+    writer.flush()
+    assert [len(store.segments(t)) for t in ("agent_turns", "agent_rounds", "agent_episodes")] == [1, 1, 1]
+    turns_at, episodes_at = (store.segments(t)[0].stat().st_mtime_ns for t in ("agent_turns", "agent_episodes"))
+    assert turns_at <= episodes_at
+    assert load_episode(store, first.episode_id) == first and load_episode(store, second.episode_id) == second
+    writer.close()
+
+
 @pytest.mark.parametrize("protocol", ["json", "tools"])
 def test_a_turn_with_several_calls_replays_and_round_trips(store, searcher, protocol):
     script = [

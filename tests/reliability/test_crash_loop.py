@@ -55,7 +55,9 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
 @pytest.mark.slow
 def test_ten_sigkills_then_rerun_give_the_uninterrupted_result(world_copy, tmp_path: Path) -> None:
     store_path, index = world_copy
-    env = dict(os.environ, FACTORY_LLM__CONCURRENCY="4")
+    # the run writes its call rows together (llm.record_every_s): a window shorter than the kill
+    # slices below lets every try leave work behind, and kills still land on unwritten calls
+    env = dict(os.environ, FACTORY_LLM__CONCURRENCY="4", FACTORY_LLM__RECORD_EVERY_S="0.1")
 
     # the reference: one uninterrupted run
     straight = tmp_path / "straight"
