@@ -211,6 +211,15 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     return summarise_point(config, start, end, marks, real_s, cpu_s, cost, report, baseline, peak["rss"])
 
 
+def drafted_share(rows: list[dict[str, Any]]) -> float | None:
+    """Rejections decided before any agent run among candidates that got a draft (selection
+    failures left out), pooled over ``rows``."""
+    unselected = sum(r["rejected_by"].get("select", 0) for r in rows)
+    rejected = sum(r["rejected"] for r in rows) - unselected
+    early = sum(r["rejected_before_agent"] for r in rows) - unselected
+    return round(early / rejected, 3) if rejected else None
+
+
 def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict, real_s: float, cpu_s: float,
                     cost: Any, report: Any, baseline_mb: float, peak_mb: float) -> dict[str, Any]:
     """A point's figures. Rates are over the server's busy window (first request to last
@@ -427,8 +436,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\ntokens per accepted task at {pick['setting']} (c={pick['concurrency']}, llm.concurrency "
           f"{pick['llm_concurrency']}):", flush=True)
     print(stage_table(pick), flush=True)
-    print(f"rejected by: {pick['rejected_by']}; before any agent run: {pick['rejected_before_agent_share']}",
-          flush=True)
+    print(f"rejected by: {pick['rejected_by']}; before any agent run: {pick['rejected_before_agent_share']}; "
+          f"of those that reached a draft (not 'select', which costs no call): {drafted_share([pick])}", flush=True)
     ones = [r for r in swept if r["concurrency"] == 1]
     if ones and len(swept) > 1:
         top = max(swept, key=lambda r: r["concurrency"])
@@ -445,7 +454,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{recommended['llm_concurrency']}) does {recommended['requests_per_s']} requests/s, "
           f"{recommended['requests_per_s'] / recommended['ideal_requests_per_s']:.0%} of the ideal", flush=True)
     rejected = sum(r["rejected"] for r in rows)
+    # a cell with no subgraph is decided before any call: the share among drafted candidates says
+    # how early the gauntlet itself decides
     emit({"bench": "throughput", "part": "details", "recommended": recommended, "server": SERVER,
+          "drafted_rejected_before_agent_share": drafted_share(rows),
           "corpus": args.corpus, "elapsed_s": round(time.perf_counter() - started, 1),
           "load_avg_1m_start": load_start})
     # the last line, with exactly these keys; the share pools every point's rejections
