@@ -246,6 +246,9 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
             steady = {"steady_window_s": round(window, 1), "steady_requests": done,
                       "steady_requests_per_s": round(rps, 3),
                       "steady_utilisation": round((s2["seq_s"] - s1["seq_s"]) / (capacity * window), 3),
+                      # the other resource the server can run out of: its prefill rate
+                      "steady_prefill_busy": round((s2["prompt_tokens"] - s1["prompt_tokens"])
+                                                   / (SERVER["prefill"] * window), 3),
                       "steady_accepted_per_hour": round(rps * 3600 * per_request, 1),
                       "steady_cpu_s_per_candidate": round((cpu2 - cpu1) / done * per_candidate, 3),
                       "steady_factory_cpu_share": round((cpu2 - cpu1) / window, 4)}
@@ -263,6 +266,7 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
         "candidates_per_hour": round(finished / busy * 3600, 1) if busy else 0.0,
         "requests_per_s": round(requests / busy, 3) if busy else 0.0,
         "utilisation": round(end["utilisation"], 3), "max_in_flight": end["max_in_flight"],
+        "prefill_busy": round(prompt / (SERVER["prefill"] * busy), 3) if busy else 0.0,
         "max_queued": end["max_queued"], "mean_latency_s": round(end["mean_latency_s"], 2),
         "mean_queue_s": round(end["mean_queue_s"], 2),
         "prompt_tokens_per_request": round(prompt / requests, 1) if requests else None,
@@ -283,7 +287,8 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
 def table(rows: list[dict[str, Any]]) -> str:
     """The sweep as a Markdown table (steady figures where the point had a steady window)."""
     head = ["setting", "c", "llm.conc", "lookahead", "clock x", "cand", "acc", "acc/h", "steady acc/h", "ideal acc/h",
-            "req/s", "steady req/s", "util", "steady util", "max in flight", "lat s", "queue s", "cpu s/cand",
+            "req/s", "steady req/s", "util", "steady util", "steady prefill busy", "max in flight", "lat s", "queue s",
+            "cpu s/cand",
             "cpu share", "cpu/real wall", "peak MB", "rej before agent"]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in rows:
@@ -292,7 +297,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             r["accepted"], r["accepted_per_hour"],
             r.get("steady_accepted_per_hour", "-"), r["ideal_accepted_per_hour"], r["requests_per_s"],
             r.get("steady_requests_per_s", "-"), r["utilisation"], r.get("steady_utilisation", "-"),
-            r["max_in_flight"], r["mean_latency_s"], r["mean_queue_s"],
+            r.get("steady_prefill_busy", "-"), r["max_in_flight"], r["mean_latency_s"], r["mean_queue_s"],
             r.get("steady_cpu_s_per_candidate", r["cpu_s_per_candidate"]),
             r.get("steady_factory_cpu_share", r["factory_cpu_share"]), r["factory_cpu_of_real_wall"],
             r["peak_rss_mb"], f"{r['rejected_before_agent']}/{r['rejected']}")))
@@ -311,9 +316,10 @@ def stage_table(row: dict[str, Any]) -> str:
 def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The smallest concurrency whose steady request rate is within 5 % of the sweep's best.
 
-    Ranked by what the server does (requests/s), not by accepted tasks/h: with fake:factory
-    the acceptance rate falls as a run goes on (its templated questions become
-    near-duplicates of accepted ones), so longer points would look slower than they are.
+    Ranked by what the server does (requests/s), not by accepted tasks/h: the acceptance
+    rate differs between points (a longer point meets more accepted tasks to duplicate), so
+    accepted/h would rank points by their candidates, not by the server. Where prefill binds,
+    few candidates already keep it busy (``steady_prefill_busy``) while most slots sit idle.
     """
     def steady(r: dict[str, Any], name: str) -> Any:
         value = r.get(f"steady_{name}")
@@ -325,7 +331,8 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
                key=lambda r: (r["concurrency"], r["llm_concurrency"], r["setting"] != "auto"))
     return {"setting": pick["setting"], "concurrency": pick["concurrency"], "llm_concurrency": pick["llm_concurrency"],
             "lookahead": pick["lookahead"],
-            "utilisation": steady(pick, "utilisation"), "accepted_per_hour": steady(pick, "accepted_per_hour"),
+            "utilisation": steady(pick, "utilisation"), "prefill_busy": steady(pick, "prefill_busy"),
+            "accepted_per_hour": steady(pick, "accepted_per_hour"),
             "ideal_per_hour": pick["ideal_accepted_per_hour"], "factory_cpu_share": steady(pick, "factory_cpu_share"),
             "cpu_s_per_candidate": steady(pick, "cpu_s_per_candidate"),
             "requests_per_s": steady(pick, "requests_per_s"), "ideal_requests_per_s": pick["ideal_requests_per_s"],
@@ -469,7 +476,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                "sweep": [{k: r.get(k) for k in (
                    "setting", "concurrency", "llm_concurrency", "lookahead", "scale", "candidates", "accepted",
                    "accepted_per_hour", "steady_accepted_per_hour", "ideal_accepted_per_hour", "requests_per_s",
-                   "steady_requests_per_s", "utilisation", "steady_utilisation", "max_in_flight", "mean_latency_s",
+                   "steady_requests_per_s", "utilisation", "steady_utilisation", "steady_prefill_busy",
+                   "max_in_flight", "mean_latency_s",
                    "cpu_s_per_candidate", "steady_cpu_s_per_candidate", "factory_cpu_share",
                    "steady_factory_cpu_share", "factory_cpu_of_real_wall", "cpu_bound", "peak_rss_mb",
                    "rejected", "rejected_before_agent")} for r in rows]}
