@@ -75,8 +75,8 @@ class LLMSettings(Section):
     recheck_store_on_miss: bool = Field(False, description="look for answers other processes wrote before asking")
     record_every_s: float = Field(
         0.5, ge=0, description="in a generation run, finished calls are written to llm_calls together, on the "
-        "first call this long after the last write and at every candidate's checkpoint: a kill loses at most "
-        "that window, asked again on a rerun; 0 = one Parquet segment per call (about 1.8 ms of CPU each; "
+        "first call this long after the last write and at every candidate's checkpoint: a kill loses the calls "
+        "not yet written (never one a stored draft or verdict came from), asked again on a rerun; 0 = one Parquet segment per call (about 1.8 ms of CPU each; "
         "other commands always write each call at once)")
     disable_thinking: Literal["structured", "all", "never"] = Field(
         "structured", description="calls a reasoning model is told not to think in (chat_template_kwargs "

@@ -10,8 +10,9 @@ can read rejects while a run goes on.
 
 Resume is by database keys: candidate ``i`` of a run always has the same id; one that
 finished is not done again, one that was cut short starts over with the cell it had
-drawn, and the gateway's cache answers every LLM call it had recorded (a kill loses at
-most the last ``llm.record_every_s`` of them, which are asked again).
+drawn, and the gateway's cache answers every LLM call it had recorded (the gateway groups
+its call rows, ``llm.record_every_s``: a kill loses those not yet written, which are asked
+again).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class CandidateContext:
         mine = {support for index, support in self.run_accepted if index <= job.settled_upto}
         return self.outside | mine | {frozenset(chunks) for chunks in job.avoid}
 
-    def duplicates(self, job: Job) -> Callable[[str, Sequence[str]], Duplicate | None]:
+    def duplicates(self, job: Job) -> Callable[[str, Sequence[str], str], Duplicate | None]:
         """The early duplicate check of ``job``'s drafts: against the tasks it selects away from."""
         for (task_id, question, answer), support in zip(job.questions, job.avoid):
             self.known.add(task_id, question, support, answer, self.lang)

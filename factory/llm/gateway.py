@@ -9,8 +9,9 @@
   (group commit): on the first call finishing ``record_every_s`` after the last write,
   and whenever a caller reaches a checkpoint (``flush_records``: a candidate does before
   it writes the drafts and verdicts those calls led to). A SIGKILL loses the calls in
-  flight and at most that window of finished ones, which a rerun asks again; with
-  ``record_every_s=0`` every call is its own segment at once. One Parquet segment per
+  flight and the finished ones not yet written (about that window's worth while calls
+  keep finishing, never one that a stored draft or verdict came from), which a rerun
+  asks again; with ``record_every_s=0`` every call is its own segment at once. One Parquet segment per
   call cost about 1.8 ms of CPU more than one row of a shared segment, a sixth of the
   factory's CPU per request against a simulated vLLM server.
   Cache hits are not logged (they cost nothing); ``stats`` counts them.
