@@ -17,6 +17,8 @@ others. Rules, in order:
 * rival: an intersection whose clue passage names no other thing of the answer's kind;
 * related: a hidden answer whose name shares its words with a name the question may use, or
   a chain's start that shares its words with a hidden bridge (by stem or by lemma).
+* kind: an answer whose name says it is another kind of thing than its label (an award
+  tagged as a work: ``factory.nlp.labels.names_other_kind``).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -39,6 +41,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "reference_drafts"
 def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
     """The first rule that refuses the reference row's subgraph, or None."""
     from factory.graph.selectors.intersection import _rival_in
+    from factory.nlp.labels import names_other_kind
 
     sub = row["subgraph"]
     mechanic = row["cell"].split("/")[0]
@@ -74,6 +77,8 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         bridges = [key(k) for k in sub["bridge_entities"]]
         if any(s is not None and b is not None and ix.related(s, b) for s in starts for b in bridges):
             return "related"
+    if answer is not None and names_other_kind(ix.ent_label[answer], ix.ent_name[answer], ix.lang):
+        return "kind"
     return None
 
 

@@ -452,3 +452,17 @@ def test_a_cited_source_links_and_answers_nothing(store):
     tessaly, dunmere = ix.chunk_ids.index("tessaly_0"), ix.chunk_ids.index("dunmere_0")
     assert ix.sense(tessaly, trust) == "source" and ix.plain(dunmere, trust)
     assert not ix.same_sense(trust, tessaly, dunmere) and not ix.same_sense(trust, tessaly, tessaly)
+
+
+def test_an_award_tagged_as_a_work_is_no_work_answer(store):
+    """spaCy tags awards as WORK_OF_ART: 'Corrin Prize' read so is still no title of a work."""
+    from factory.graph.selectors.chain import answer_pool
+
+    world = [list(doc) for doc in WORLD_EN]
+    for doc in world:
+        doc[3] = [(s, "work" if s == "Corrin Prize" else lab) for s, lab in doc[3]]
+    write_world(store, [tuple(d) for d in world], "en")
+    ix = SelectionIndex.load(store, "en")
+    assert ix.ent_label[ix.key_index("corrin prize")] == "work"
+    works = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"work"}), SMALL)}
+    assert "the salt ledger" in works and "corrin prize" not in works
