@@ -246,7 +246,8 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
             steady = {"steady_window_s": round(window, 1), "steady_requests": done,
                       "steady_requests_per_s": round(rps, 3),
                       "steady_utilisation": round((s2["seq_s"] - s1["seq_s"]) / (capacity * window), 3),
-                      # the other resource the server can run out of: its prefill rate
+                      # the other resource the server can run out of: its prefill rate (prompt tokens
+                      # are counted when their request ends, so a window can read a little above 1)
                       "steady_prefill_busy": round((s2["prompt_tokens"] - s1["prompt_tokens"])
                                                    / (SERVER["prefill"] * window), 3),
                       "steady_accepted_per_hour": round(rps * 3600 * per_request, 1),
