@@ -15,9 +15,10 @@ order. Two users, one sketch:
   passage or the answer (``same_subject``), or it is the same question word for word
   (after normalisation: one question with two answers is never two tasks). Two questions
   worded alike whose answers differ and whose evidence is disjoint are two tasks (the
-  capital of France, the capital of Peru): in 725 hand-written reference
-  drafts every cross-candidate pair at the threshold shared both, while the late
-  "duplicates" of a ``fake:factory`` run were template siblings sharing neither (42 of 45).
+  capital of France, the capital of Peru). Among 725 hand-written reference drafts no
+  two candidates reach the threshold (the pairs that do are one candidate's drafts in two
+  fixture files, sharing both), so the rule judges them as before; the late "duplicates"
+  of a ``fake:factory`` run were template siblings sharing neither (42 of 45).
 * ``SimilarityIndex``: the training export's lookup of which tasks a question or
   support set hits (MinHash LSH over a whole store's tasks). It stays conservative: any
   near-duplicate wording counts, since a training question worded like a benchmark
