@@ -110,7 +110,7 @@ def number_value(text: str, lang: str = "en") -> str | None:
     return raw.lstrip("0") or "0"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     surface: str
     start: int
@@ -145,8 +145,17 @@ def _word_keys(word: str) -> tuple[str, str]:
 
 
 def tokenize(text: str, lang: str = "en") -> list[Token]:
+    return list(_tokens(text or "", lang))
+
+
+# A draft's passages are tokenized by several checks, again for each revision: 3.7 ms a
+# 1,000-character news passage, 5 us from this memo of whole texts (1,024 such texts
+# hold about 40 MB; more than the passages of 128 candidates in flight). Tokens are
+# frozen; callers get a fresh list.
+@lru_cache(maxsize=1024)
+def _tokens(text: str, lang: str) -> tuple[Token, ...]:
     tokens = []
-    for match in TOKEN_RE.finditer(text or ""):
+    for match in TOKEN_RE.finditer(text):
         surface = match.group(0)
         number = number_value(surface, lang) if surface[:1].isdigit() else None
         folded = fold(surface)
@@ -155,7 +164,7 @@ def tokenize(text: str, lang: str = "en") -> list[Token]:
             continue
         lemma, stem = _word_keys(folded)
         tokens.append(Token(surface, match.start(), folded, lemma, stem, None))
-    return tokens
+    return tuple(tokens)
 
 
 def content(tokens: Iterable[Token]) -> list[Token]:

@@ -56,3 +56,17 @@ def test_aliases_count():
 def test_normalize():
     assert normalize_answer("The  Glass Orchard!", "en") == normalize_answer("glass orchard", "en")
     assert normalize_answer("1,000,000", "en") == "1000000"
+
+
+def test_tokenize_memo_hands_out_fresh_lists():
+    """Tokenized texts are memoised; a caller that changes its list changes no one else's."""
+    from factory.validate.tokens import tokenize
+
+    text = "Сергиев Посад стоит на реке Кончура, 5,200 жителей"
+    first = tokenize(text, "ru")
+    first.pop()
+    again = tokenize(text, "ru")
+    assert len(again) == len(first) + 1 and again[-1].surface == "жителей"
+    assert [t.lemma for t in again[:2]] == ["сергиев", "посад"]
+    assert tokenize("5,200 workers", "en")[0].number == "5200"  # the language is part of the key
+    assert tokenize("5,200 workers", "ru")[0].number == "5.2"
