@@ -167,3 +167,33 @@ def test_build_benchmark_refuses_russian_with_the_embedded_model(tmp_path) -> No
     assert result.exit_code != 0
     assert "reads en only" in (result.output + str(result.exception))
     assert not (tmp_path / "out").exists()  # nothing was started
+
+
+def test_the_body_sent_is_what_the_sdk_would_send() -> None:
+    """The backend posts its body as it is; the SDK's ``create`` would first pass it through
+    its typed parameters. For every request shape the factory makes, that changes nothing."""
+    from openai._utils import maybe_transform
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
+    history = [
+        Message(role="system", content="sys"),
+        Message(role="user", content="find it"),
+        Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="search_corpus", arguments='{"q": "x"}'),
+                                                          ToolCall(id="c2", name="read_chunk", arguments='{"id": "a"}')]),
+        Message(role="tool", content="results...", tool_call_id="c1", name="search_corpus"),
+        Message(role="tool", content="text", tool_call_id="c2", name="read_chunk"),
+    ]
+    tools = [ToolSpec(name="search_corpus", description="search", parameters={"type": "object", "properties": {}})]
+    requests = [
+        LLMRequest.chat("sys", "q", output=Step, seed=3, sample_index=2),
+        LLMRequest(messages=history, tools=tools, tool_choice="required"),
+        LLMRequest(messages=history[:2], tools=tools, tool_choice="search_corpus"),
+        LLMRequest.chat("sys", "q"),
+    ]
+    requests[-1].sampling.stop = ["\n\n"]
+    for structured in ("json_schema", "json_object", "none"):
+        backend = _backend(structured)
+        for request in requests:
+            body = backend.request_kwargs(request)
+            assert maybe_transform(body, CompletionCreateParamsNonStreaming) == body
+    assert _backend("json_schema").request_kwargs(requests[0])["chat_template_kwargs"] == {"enable_thinking": False}
