@@ -26,8 +26,9 @@ the candidates in flight).
 Figures per point, in simulated time: accepted candidates per hour, requests/s, the
 server's utilisation (mean sequences in flight over capacity; over its busy window,
 and over the steady window from the first settled candidate until only c remain),
-request latency, the factory's CPU seconds per candidate and its share of simulated
-wall time (the cores it needs beside a real server), peak memory, and tokens per
+request latency, the factory's CPU seconds per candidate, its share of simulated
+wall time (the cores it needs beside a real server) and its share of each candidate's
+own wall time (CPU over the time the candidates spent in flight), peak memory, and tokens per
 accepted task by stage (from the store's ``run_cost`` view). The ideal is the load
 model's: the most requests/s the server finishes for the measured request mix, kept
 full, times the accepted tasks per request. The last line is the JSON summary.
@@ -174,7 +175,7 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
     c = config["concurrency"]  # candidates in flight, as the point's settings resolve
     run_id = f"throughput-{config['setting']}-l{config['llm_concurrency']}"
     n = config["candidates"]
-    marks: dict[str, Any] = {"settled": 0, "accepted": 0}
+    marks: dict[str, Any] = {"settled": 0, "accepted": 0, "candidate_wall_s": 0.0}
     lock = threading.Lock()
 
     def snapshot(name: str) -> None:
@@ -184,6 +185,7 @@ def point(config: dict[str, Any]) -> dict[str, Any]:
         with lock:
             marks["settled"] += 1
             marks["accepted"] += outcome.status == "accepted"
+            marks["candidate_wall_s"] += outcome.elapsed_s  # real seconds on a worker, start to settle
             if marks["settled"] == 1:
                 snapshot("steady_start")  # every slot had a candidate by then
             if marks["settled"] == max(1, n - c):
@@ -278,6 +280,10 @@ def summarise_point(config: dict[str, Any], start: dict, end: dict, marks: dict,
         "cpu_s_per_candidate": round(cpu_s / finished, 3) if finished else None,  # set-up included
         "factory_cpu_share": round(cpu_s / (real_s * config["scale"]), 4) if real_s else None,
         "factory_cpu_of_real_wall": round(cpu_s / real_s, 3) if real_s else None,
+        # per candidate: the factory's CPU over the (simulated) wall time the candidates spent in
+        # flight, set-up included; the rest of a candidate's time is waiting on the server
+        "cpu_share_of_candidate_wall": (round(cpu_s / (marks["candidate_wall_s"] * config["scale"]), 4)
+                                        if marks.get("candidate_wall_s") else None),
         "baseline_rss_mb": baseline_mb, "peak_rss_mb": peak_mb,
         "tokens_per_accepted": {"in": cost.total["tokens_in_per_accepted"], "out": cost.total["tokens_out_per_accepted"]},
         "tokens_per_accepted_by_stage": stages, **steady,
@@ -290,7 +296,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     head = ["setting", "c", "llm.conc", "lookahead", "clock x", "cand", "acc", "acc/h", "steady acc/h", "ideal acc/h",
             "req/s", "steady req/s", "util", "steady util", "steady prefill busy", "max in flight", "lat s", "queue s",
             "cpu s/cand",
-            "cpu share", "cpu/real wall", "peak MB", "rej before agent"]
+            "cpu share", "cpu/cand wall", "cpu/real wall", "peak MB", "rej before agent"]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in rows:
         lines.append(" | ".join(str(x) for x in (
@@ -300,7 +306,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             r.get("steady_requests_per_s", "-"), r["utilisation"], r.get("steady_utilisation", "-"),
             r.get("steady_prefill_busy", "-"), r["max_in_flight"], r["mean_latency_s"], r["mean_queue_s"],
             r.get("steady_cpu_s_per_candidate", r["cpu_s_per_candidate"]),
-            r.get("steady_factory_cpu_share", r["factory_cpu_share"]), r["factory_cpu_of_real_wall"],
+            r.get("steady_factory_cpu_share", r["factory_cpu_share"]), r.get("cpu_share_of_candidate_wall", "-"),
+            r["factory_cpu_of_real_wall"],
             r["peak_rss_mb"], f"{r['rejected_before_agent']}/{r['rejected']}")))
     return "\n".join(lines)
 
@@ -336,6 +343,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "accepted_per_hour": steady(pick, "accepted_per_hour"),
             "ideal_per_hour": pick["ideal_accepted_per_hour"], "factory_cpu_share": steady(pick, "factory_cpu_share"),
             "cpu_s_per_candidate": steady(pick, "cpu_s_per_candidate"),
+            "cpu_share_of_candidate_wall": pick.get("cpu_share_of_candidate_wall"),
             "requests_per_s": steady(pick, "requests_per_s"), "ideal_requests_per_s": pick["ideal_requests_per_s"],
             "scale": pick["scale"]}
 
@@ -480,8 +488,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    "steady_requests_per_s", "utilisation", "steady_utilisation", "steady_prefill_busy",
                    "max_in_flight", "mean_latency_s",
                    "cpu_s_per_candidate", "steady_cpu_s_per_candidate", "factory_cpu_share",
-                   "steady_factory_cpu_share", "factory_cpu_of_real_wall", "cpu_bound", "peak_rss_mb",
-                   "rejected", "rejected_before_agent")} for r in rows]}
+                   "steady_factory_cpu_share", "cpu_share_of_candidate_wall", "factory_cpu_of_real_wall",
+                   "cpu_bound", "peak_rss_mb", "rejected", "rejected_before_agent")} for r in rows]}
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(summary), flush=True)
