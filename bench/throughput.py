@@ -17,9 +17,9 @@ and settles in order in this process, the scheduler keeps candidates in flight o
 thread pool, each candidate runs on the workers' context) without Prefect, in its own
 process, through ``run_loop``, the one function that wires the bench to the loop.
 ``--concurrency auto`` is the defaults as a user gets them (``factory/capacity.py``:
-``llm.server_capacity`` 64 candidates, twice as many calls, lookahead 128); a number
+``llm.server_capacity`` 64 candidates, twice as many calls, lookahead 256); a number
 ``c`` sets ``generate.concurrency = c``, ``llm.concurrency`` = ``--llm-concurrency``
-(default 2c) and the lookahead to the larger of c and 128, so that every point draws the same
+(default 2c) and the lookahead to the larger of c and 256, so that every point draws the same
 candidates in the same order (the lookahead caps
 the candidates in flight).
 
@@ -381,16 +381,18 @@ class Calibration:
         return round(max(1.0, min(self.max_scale, self.cpu_budget / need)), 2) if need > 0 else self.max_scale
 
 
-def point_settings(level: str, llm_concurrency: str) -> tuple[dict[str, Any], Any]:
-    """A sweep point's flags (none for ``auto``: the defaults) and what they resolve to."""
-    from factory.capacity import resolve_concurrency
+def point_settings(level: str, llm_concurrency: str, lookahead: int | None = None) -> tuple[dict[str, Any], Any]:
+    """A sweep point's flags (none for ``auto``: the defaults, unless ``lookahead`` is set)
+    and what they resolve to."""
+    from factory.capacity import LOOKAHEAD_PER_SLOT, resolve_concurrency
     from factory.settings import load_settings
 
-    flags: dict[str, Any] = {}
+    flags: dict[str, Any] = {"generate.lookahead": lookahead} if lookahead else {}
     if level != "auto":
         c = int(level)
         calls = max(1, int(float(llm_concurrency[:-1]) * c)) if llm_concurrency.endswith("x") else int(llm_concurrency)
-        flags = {"generate.concurrency": c, "llm.concurrency": calls, "generate.lookahead": max(c, 2 * SERVER["capacity"])}
+        flags = {"generate.concurrency": c, "llm.concurrency": calls,
+                 "generate.lookahead": max(c, lookahead or LOOKAHEAD_PER_SLOT * SERVER["capacity"])}
     settings = load_settings(**{"llm.spec": f"openai:http://127.0.0.1:1/v1#{MODEL}", "llm.server_capacity":
                                 SERVER["capacity"], **flags})
     return flags, resolve_concurrency(settings.llm, settings.generate)
@@ -410,6 +412,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cpu-budget", type=float, default=0.5, help="cores the factory may need in real time")
     parser.add_argument("--max-scale", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--lookahead", type=int, default=None,
+                        help="generate.lookahead at every point (default: the larger of c and four times the capacity, "
+                             "the default's own value); another lookahead draws other candidates")
     parser.add_argument("--prefill", type=float, default=SERVER["prefill"],
                         help="the load model's prefill tokens/s, shared by the batch (a faster GPU or a smaller model)")
     args = parser.parse_args(argv)
@@ -422,7 +427,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     calibration = Calibration(args.cpu_budget, args.max_scale)
     rows = []
     for level in levels:
-        flags, resolved = point_settings(level.strip(), args.llm_concurrency)
+        flags, resolved = point_settings(level.strip(), args.llm_concurrency, args.lookahead)
         c, llm_c = resolved.in_flight, resolved.llm_calls
         n = args.candidates or max(12 if c > 1 else 8, (2 if args.quick else 3) * c)
         scale = args.scale or calibration.scale(c, llm_c)

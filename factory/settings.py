@@ -132,8 +132,8 @@ class GenerateSettings(Section):
     lookahead: Count | Auto = Field(
         "auto", description="candidates drawn ahead of the oldest unsettled one; it caps candidates in flight. The "
         "tasks depend on it, never on the concurrency: one seed and one lookahead give the same tasks at any "
-        "concurrency, on any runner. auto: twice llm.server_capacity for a server (so a slow candidate at the "
-        "head does not empty the slots behind it), else 4")
+        "concurrency, on any runner. auto: four times llm.server_capacity for a server (so a slow candidate at "
+        "the head does not empty the slots behind it), else 4")
     memory_budget_mb: int = Field(1024, ge=1, description="memory the candidates in flight may take beyond the run's "
                                   "shared context (about 5 MB each, measured by bench/throughput.py): caps auto "
                                   "concurrency")

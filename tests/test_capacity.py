@@ -18,7 +18,7 @@ def _resolve(spec: str, **overrides):
 
 def test_auto_fills_a_server_and_keeps_the_embedded_backend_serial() -> None:
     server = _resolve(VLLM)
-    assert server.server and (server.candidates, server.llm_calls, server.lookahead) == (64, 128, 128)
+    assert server.server and (server.candidates, server.llm_calls, server.lookahead) == (64, 128, 256)
     assert server.in_flight == 64
     for spec in ("llamacpp:smollm2-135m", "fake:factory"):
         local = _resolve(spec)
@@ -31,13 +31,13 @@ def test_server_capacity_and_the_memory_budget_bound_auto() -> None:
     assert _resolve(VLLM, **{"llm.server_capacity": 16}).in_flight == 16
     small = _resolve(VLLM, **{"generate.memory_budget_mb": 100})
     assert small.candidates == int(100 / CANDIDATE_MB) == 19 and small.llm_calls == 38
-    assert small.lookahead == 128  # the lookahead does not follow the memory bound: it fixes the tasks
+    assert small.lookahead == 256  # the lookahead does not follow the memory bound: it fixes the tasks
     assert small.in_flight == 19
 
 
 def test_numbers_win_over_auto_and_the_lookahead_caps_what_runs() -> None:
     explicit = _resolve(VLLM, **{"generate.concurrency": 8, "llm.concurrency": 3})
-    assert (explicit.candidates, explicit.llm_calls, explicit.lookahead) == (8, 3, 128)
+    assert (explicit.candidates, explicit.llm_calls, explicit.lookahead) == (8, 3, 256)
     capped = _resolve(VLLM, **{"generate.concurrency": 100, "generate.lookahead": 10})
     assert capped.candidates == 100 and capped.in_flight == 10  # more than the lookahead adds nothing
     settings = load_settings(**{"llm.spec": VLLM, "generate.lookahead": 10})
