@@ -15,7 +15,10 @@ when, for any searcher and either query, the top k holds:
 The feedback names the passages found (the reviser sees them as P-labels) and the
 question's words that lead there: words the passage shares with the question, rare ones
 first, never stop words or words of a name the question may use. Those are what a
-rewrite can change; the support itself stays.
+rewrite can change; the support itself stays. When no word search (BM25) finds them and
+only a meaning-based one does, it says so: the question retells what the passage says,
+and other words for the same description would be found again (in the reference draws,
+most refusals after a revision were of this kind).
 """
 
 from __future__ import annotations
@@ -79,6 +82,10 @@ class ShortcutValidator:
         feedback = say(lang, "shortcut", which=which, words=words, advice=advice)
         if any("/keywords" in name for name, _, _ in failures):
             feedback += " " + say(lang, "shortcut_keywords", words=keywords)
+        if not any(name.split("/")[0] == "bm25" for name, _, _ in failures):
+            # only a meaning-based search (dense, or hybrid through its dense half) finds them:
+            # synonyms will not help, a description that does not retell the passage will
+            feedback += " " + say(lang, "shortcut_meaning_only")
         figures.update(surfaced=surfaced, terms=terms)
         return verdict(self.name, False, reason, feedback, **figures)
 

@@ -98,6 +98,9 @@ def test_shortcut_by_the_contract_seed_passages_may_surface_hidden_ones_may_not(
     verdict = check(bm25=quiet, dense=answer_late)
     assert not verdict.ok and verdict.reason == "answer_passage_found"
     assert verdict.figures["searchers"]["dense"]["answer_rank"] == 10 and "dense" in verdict.feedback
+    assert "Only a search by meaning finds it" in verdict.feedback  # no word search did: synonyms will not help
+    by_words = check(bm25=ListSearcher("bm25", [b] + filler), dense=answer_late)
+    assert not by_words.ok and "Only a search by meaning" not in by_words.feedback
     assert check(dense=ListSearcher("dense", filler[:10] + [b])).ok  # rank 11: outside
     assert check(ValidateSettings(shortcut_k=5), dense=answer_late).ok
 
