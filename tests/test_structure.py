@@ -148,3 +148,15 @@ def test_the_task_record_is_the_tasks_row() -> None:
     from factory.store.schema import table_specs
 
     assert list(Task.model_fields) == list(table_specs()["tasks"].columns)
+
+
+def test_every_phrase_file_says_the_same_things_in_both_languages() -> None:
+    """A key missing in one language would fail only when that language's feedback needs it."""
+    import yaml
+
+    files = sorted((ROOT / "factory").rglob("prompts/en/*.yaml"))
+    assert files
+    for en in files:
+        ru = en.parent.parent / "ru" / en.name
+        keys = {lang: set(yaml.safe_load(path.read_text(encoding="utf-8"))) for lang, path in (("en", en), ("ru", ru))}
+        assert keys["en"] == keys["ru"], (en, keys["en"] ^ keys["ru"])
