@@ -20,9 +20,9 @@ exceed them to keep them in flight: a slow candidate at the head of the window h
 the draws behind it, so with a lookahead equal to the concurrency the slots run empty while
 it finishes. bench/throughput.py, at 64 in flight against the simulated server (24,000
 prefill tokens/s, where the slots bind): lookahead 64 kept 0.64 of the slots busy, 128 kept
-0.84 (70% of the ideal accepted tasks/h), 256 kept 0.997 (98%), 384 0.995. For a server it
-is four times the capacity: the window is only outcomes waiting to settle, and peak memory
-did not grow with it (815 MB at 256 against 847 MB at 128).
+0.84 (70% of the ideal accepted tasks/h), 256 keeps 0.996 (93%); a single point at 384 gave
+0.995. For a server it is four times the capacity: the window is only outcomes waiting to
+settle, and peak memory did not grow with it (846 MB at 256 against 847 MB at 128).
 """
 
 from __future__ import annotations
