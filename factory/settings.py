@@ -76,8 +76,8 @@ class LLMSettings(Section):
     record_every_s: float = Field(
         0.5, ge=0, description="in a generation run, finished calls are written to llm_calls together, on the "
         "first call this long after the last write and at every candidate's checkpoint: a kill loses the calls "
-        "not yet written (never one a stored draft or verdict came from), asked again on a rerun; 0 = one Parquet segment per call (about 1.8 ms of CPU each; "
-        "other commands always write each call at once)")
+        "not yet written (never one a stored draft or verdict came from), asked again on a rerun; 0 = one "
+        "Parquet segment per call (about 1.8 ms of CPU each; other commands always write each call at once)")
     disable_thinking: Literal["structured", "all", "never"] = Field(
         "structured", description="calls a reasoning model is told not to think in (chat_template_kwargs "
         "enable_thinking=false): structured (those with an output schema), all, never (openai backend)")

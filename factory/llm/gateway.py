@@ -11,9 +11,9 @@
   it writes the drafts and verdicts those calls led to). A SIGKILL loses the calls in
   flight and the finished ones not yet written (about that window's worth while calls
   keep finishing, never one that a stored draft or verdict came from), which a rerun
-  asks again; with ``record_every_s=0`` every call is its own segment at once. One Parquet segment per
-  call cost about 1.8 ms of CPU more than one row of a shared segment, a sixth of the
-  factory's CPU per request against a simulated vLLM server.
+  asks again; with ``record_every_s=0`` every call is its own segment at once. One
+  Parquet segment per call cost about 1.8 ms of CPU more than one row of a shared
+  segment, a sixth of the factory's CPU per request against a simulated vLLM server.
   Cache hits are not logged (they cost nothing); ``stats`` counts them.
 * **Concurrency**: at most ``concurrency`` backend calls in flight across all
   threads using this gateway; ``complete_many`` keeps that many going and returns

@@ -134,9 +134,9 @@ class OpenAIBackend:
             return _llamacpp_context(url)
         return 0
 
-    def _create(self, kwargs: dict[str, Any]) -> Any:
+    def _create(self, body: dict[str, Any]) -> Any:
         if len(self._clients) > 1:
-            return self._create_balanced(kwargs)
+            return self._create_balanced(body)
         # the client retries transport faults and 429/5xx itself; a 200 whose body is not
         # JSON (a proxy cutting the answer off) it does not, so that is retried here
         retrying = Retrying(
@@ -145,9 +145,9 @@ class OpenAIBackend:
             wait=wait_random_exponential(multiplier=0.25, max=4.0),
             reraise=True,
         )
-        return retrying(lambda: _post_chat(self._clients[0], kwargs))
+        return retrying(lambda: _post_chat(self._clients[0], body))
 
-    def _create_balanced(self, kwargs: dict[str, Any]) -> Any:
+    def _create_balanced(self, body: dict[str, Any]) -> Any:
         """One request over the pool: a retryable failure moves it to another endpoint."""
         failed_on: set[int] = set()
         error: Exception | None = None
@@ -157,7 +157,7 @@ class OpenAIBackend:
                 # nowhere else to go: back off before asking a failed endpoint again
                 time.sleep(min(4.0, max(self.pool.resting(index), 0.25 * 2 ** attempt)))
             try:
-                out = _post_chat(self._clients[index], kwargs)
+                out = _post_chat(self._clients[index], body)
             except Exception as exc:  # noqa: BLE001 - sorted below into retry or give up
                 retry, down = _retryable(exc)
                 self.pool.release(index, ok=False, down=down)
@@ -175,9 +175,9 @@ class OpenAIBackend:
         return guarded(self.name, self.model, self._complete, request)
 
     def _complete(self, request: LLMRequest) -> LLMResponse:
-        kwargs = self.request_kwargs(request)
+        body = self.request_body(request)
         try:
-            out = self._create(kwargs)
+            out = self._create(body)
         except Exception as exc:  # noqa: BLE001 - after the retries: a recorded failure
             return LLMResponse(error=_api_error(exc), backend=self.name, model=self.model)
         if not getattr(out, "choices", None):
@@ -210,10 +210,10 @@ class OpenAIBackend:
             return True
         return self.disable_thinking == "structured" and request.output_schema is not None
 
-    def request_kwargs(self, request: LLMRequest) -> dict[str, Any]:
+    def request_body(self, request: LLMRequest) -> dict[str, Any]:
         """The JSON body of a ``/chat/completions`` request, as ``chat.completions.create``
         would send it (no endpoint, no key)."""
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [_openai_message(m) for m in request.messages],
             "temperature": request.sampling.temperature,
@@ -222,26 +222,26 @@ class OpenAIBackend:
             "seed": request.effective_seed(),
         }
         if request.sampling.stop:
-            kwargs["stop"] = request.sampling.stop
+            body["stop"] = request.sampling.stop
         if request.tools:
-            kwargs["tools"] = [
+            body["tools"] = [
                 {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in request.tools
             ]
             if request.tool_choice:
-                kwargs["tool_choice"] = _tool_choice(request.tool_choice)
+                body["tool_choice"] = _tool_choice(request.tool_choice)
         if request.output_schema is not None and self.structured != "none":
             if self.structured == "json_schema":
-                kwargs["response_format"] = {
+                body["response_format"] = {
                     "type": "json_schema",
                     "json_schema": {"name": request.schema_name or "answer", "schema": request.output_schema},
                 }
             else:
-                kwargs["response_format"] = {"type": "json_object", "schema": request.output_schema}
+                body["response_format"] = {"type": "json_object", "schema": request.output_schema}
         if self.thinking_off(request):
             # not an OpenAI field: vLLM (and llama.cpp's server) pass it to the chat template
-            kwargs["chat_template_kwargs"] = {"enable_thinking": False}
-        return kwargs
+            body["chat_template_kwargs"] = {"enable_thinking": False}
+        return body
 
 
 def _post_chat(client: Any, body: dict[str, Any]) -> Any:

@@ -90,15 +90,15 @@ def _backend(structured: str) -> OpenAIBackend:
 
 def test_openai_request_layout_for_vllm_and_llamacpp_servers() -> None:
     request = LLMRequest.chat("sys", "q", output=Step, seed=3, sample_index=2)
-    vllm = _backend("json_schema").request_kwargs(request)
+    vllm = _backend("json_schema").request_body(request)
     assert vllm["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "Step", "schema": Step.model_json_schema()},
     }
     assert vllm["seed"] == request.effective_seed() != LLMRequest.chat("sys", "q", seed=3).effective_seed()
-    llama = _backend("json_object").request_kwargs(request)
+    llama = _backend("json_object").request_body(request)
     assert llama["response_format"] == {"type": "json_object", "schema": Step.model_json_schema()}
-    assert "response_format" not in _backend("none").request_kwargs(request)
+    assert "response_format" not in _backend("none").request_body(request)
 
 
 def test_openai_tools_layout_round_trips_tool_calls() -> None:
@@ -111,7 +111,7 @@ def test_openai_tools_layout_round_trips_tool_calls() -> None:
         tools=[ToolSpec(name="search_corpus", description="search", parameters={"type": "object", "properties": {}})],
         tool_choice="search_corpus",
     )
-    kwargs = _backend("json_schema").request_kwargs(request)
+    kwargs = _backend("json_schema").request_body(request)
     assert kwargs["tools"][0] == {
         "type": "function",
         "function": {"name": "search_corpus", "description": "search", "parameters": {"type": "object", "properties": {}}},
@@ -194,6 +194,6 @@ def test_the_body_sent_is_what_the_sdk_would_send() -> None:
     for structured in ("json_schema", "json_object", "none"):
         backend = _backend(structured)
         for request in requests:
-            body = backend.request_kwargs(request)
+            body = backend.request_body(request)
             assert maybe_transform(body, CompletionCreateParamsNonStreaming) == body
-    assert _backend("json_schema").request_kwargs(requests[0])["chat_template_kwargs"] == {"enable_thinking": False}
+    assert _backend("json_schema").request_body(requests[0])["chat_template_kwargs"] == {"enable_thinking": False}
