@@ -138,7 +138,7 @@ class Server:
         args = [sys.executable, "-m", "factory.llm.fake_server", "--answers", "factory", "--model", MODEL,
                 "--capacity", str(SERVER["capacity"]), "--prefill", str(SERVER["prefill"]),
                 "--decode-alone", str(SERVER["decode_alone"]), "--decode-full", str(SERVER["decode_full"]),
-                "--scale", str(scale)]
+                "--scale", str(scale), "--until-stdin-closes"]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
         line = self.proc.stdout.readline() if self.proc.stdout else ""

@@ -336,6 +336,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reasoning", default="none", help="none | reasoning_content | reasoning | inline")
     parser.add_argument("--thinking-tokens", type=int, default=0, help="tokens of thinking while thinking is on")
     parser.add_argument("--max-model-len", type=int, default=32768)
+    parser.add_argument("--until-stdin-closes", action="store_true",
+                        help="also stop when standard input closes (a parent process that pipes it: the server "
+                             "goes when its parent does); without it, it runs until SIGTERM or Ctrl-C")
     args = parser.parse_args(argv)
     if args.answers == "factory":
         from factory.llm.fake_factory import factory_fake
@@ -351,7 +354,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     print(json.dumps({"url": server.url, "model": args.model, "load": load.as_dict() if load else None,
                       "scale": args.scale}), flush=True)
-    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    if args.until_stdin_closes:  # started in the background with no stdin, it would stop at once otherwise
+        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
     try:
         done.wait()
     except KeyboardInterrupt:

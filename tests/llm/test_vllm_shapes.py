@@ -84,3 +84,28 @@ def test_the_fake_server_refuses_what_vllm_refuses(body: dict, says: str) -> Non
         reply = httpx.post(f"{server.url}/chat/completions",
                            json={"model": "m", "messages": [{"role": "user", "content": "q"}], **body})
     assert reply.status_code == 400 and says in reply.json()["error"]["message"]
+
+
+def test_the_server_command_keeps_serving_in_the_background_until_told_to_stop() -> None:
+    """Started as a user starts it (``... &``, no stdin), it serves until SIGTERM; a parent
+    that pipes its stdin can ask for it to go with the pipe (``--until-stdin-closes``)."""
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "factory.llm.fake_server", "--answers", "schema", "--capacity", "0"]
+    background = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    try:
+        url = json.loads(background.stdout.readline())["url"]
+        time.sleep(0.5)  # a server tied to its closed stdin would be gone by now
+        assert background.poll() is None
+        assert httpx.get(f"{url}/models", timeout=5).status_code == 200
+    finally:
+        background.terminate()
+    assert background.wait(timeout=10) == 0
+
+    piped = subprocess.Popen([*command, "--until-stdin-closes"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    json.loads(piped.stdout.readline())
+    piped.stdin.close()
+    assert piped.wait(timeout=10) == 0
