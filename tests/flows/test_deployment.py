@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ import pytest
 from factory.llm.local_server import free_port, wait_ready
 from factory.store import Store
 
-from training_helpers import (CORPUS_EN, TEST_ENV, assert_no_duplicates, assert_rows_complete, copy_store,
+from training_helpers import (CORPUS_EN, TEST_ENV, assert_no_duplicates, assert_rows_complete,
                               prepare_store, set_tasks)
 
 pytestmark = pytest.mark.slow
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 DEPLOYMENT = "generate-training-data/nightly-en"
 PER_RUN = 6  # candidates per run: the deployment's attempt budget
 RUN_TIMEOUT_S = 600
+PREFETCH_S = 10  # how far ahead a serving process fetches scheduled runs (Prefect's default)
 
 
 def _stop(process: subprocess.Popen, sig: int = signal.SIGINT, wait_s: float = 60) -> bool:
@@ -161,10 +163,18 @@ def test_two_triggered_runs_grow_the_training_set_without_duplicates(served) -> 
 def test_two_concurrent_runs_on_one_store_lose_no_row_and_duplicate_no_task(served, tmp_path: Path) -> None:
     from prefect.deployments import run_deployment
 
-    store = copy_store(served["store"], tmp_path / "store")  # its own store; the same set name, emptied below
+    # A store of its own, prepared afresh: a copy of the served one would hold the earlier runs'
+    # LLM cache, and a run whose calls are all cache hits writes no call rows and ends too soon
+    # to overlap the other.
+    store = prepare_store(tmp_path / "store")
     overrides = {"store": str(store), "training_set": "concurrent"}
+    # Both runs are due at one instant beyond the serving process's prefetch window, so its
+    # first poll that sees either sees both and starts them together. Due now, a poll could
+    # fall between the two requests and start the second one poll interval (10 s) later.
+    due = datetime.now(timezone.utc) + timedelta(seconds=PREFETCH_S + 2)
     with _client_settings(served["api"]):
-        started = [run_deployment(DEPLOYMENT, timeout=0, parameters=overrides) for _ in range(2)]
+        started = [run_deployment(DEPLOYMENT, timeout=0, parameters=overrides, scheduled_time=due)
+                   for _ in range(2)]
         runs = _wait_runs([r.id for r in started])
     assert all(r.state.is_completed() for r in runs), [str(r.state) for r in runs]
     first, second = sorted(runs, key=lambda r: r.start_time)
