@@ -53,9 +53,7 @@ class CandidateBook:
     def checkpoint(self) -> None:
         """The candidate's rows so far, after the LLM calls they came from (the gateway groups
         its call rows: a draft or verdict in the store always has its calls there too)."""
-        flush_calls = getattr(self.ctx.llm, "flush_records", None)  # a Gateway; test fakes record nothing
-        if flush_calls is not None:
-            flush_calls()
+        self.ctx.flush_calls()
         self.ctx.writer.flush()
 
     def outcome(self, status: str, stage: str, **fields: Any) -> CandidateOutcome:

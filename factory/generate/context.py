@@ -32,6 +32,7 @@ from factory.generate.scheduler import Job
 from factory.generate.scope import TaskScope
 from factory.graph.select import SelectionIndex
 from factory.index.fixed import FixedIndex
+from factory.llm.gateway import Gateway
 from factory.task_similarity import Duplicate, TaskDeduper
 from factory.taxonomy import load_taxonomy
 from factory.validate.base import IndexChunks, StoreChunks, ValidationContext, store_entity_names
@@ -56,6 +57,9 @@ class CandidateContext:
     validation: ValidationContext
     validators: list
     writer: Any
+    # writes the LLM calls not yet in the store (a gateway groups its call rows); called at each
+    # candidate checkpoint, before the candidate's own rows. An LLM that records nothing: a no-op
+    flush_calls: Callable[[], None] = lambda: None
     outside: set[frozenset[str]] = field(default_factory=set)  # support sets of the scope's other runs
     run_accepted: list[tuple[int, frozenset[str]]] = field(default_factory=list)  # this run's, by candidate index
     # every task above, and those jobs brought, sketched once per process for the early duplicate check
@@ -122,7 +126,7 @@ def make_context(store: Any, index: Any, llm: Any, settings: Any, *, lang: str, 
         store=store, index=index, llm=llm, settings=settings, lang=lang, run_id=run_id, seed=seed,
         taxonomy=taxonomy or load_taxonomy(settings.compose.taxonomy_dir), selection=SelectionIndex.load(store, lang),
         validation=validation, validators=build_validators(settings.validation.order),
-        writer=writer,
+        writer=writer, flush_calls=llm.flush_records if isinstance(llm, Gateway) else (lambda: None),
         outside={frozenset(row["support_chunk_ids"] or []) for row in others},
         run_accepted=[(int(r["idx"]), frozenset(r["support_chunk_ids"] or [])) for r in mine],
         known=known, outside_ids={row["task_id"] for row in others},
