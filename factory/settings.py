@@ -134,6 +134,10 @@ class GenerateSettings(Section):
         "tasks depend on it, never on the concurrency: one seed and one lookahead give the same tasks at any "
         "concurrency, on any runner. auto: four times llm.server_capacity for a server (so a slow candidate at "
         "the head does not empty the slots behind it), else 4")
+    target_margin: float = Field(1.25, ge=0, description="with a target, candidates drawn and not yet settled are "
+                                 "capped near this times what the target still needs at the acceptance rate seen so "
+                                 "far, so a run stops close to its target instead of one lookahead past it; 0: no "
+                                 "cap. It changes how many candidates run, never which tasks the seed gives")
     memory_budget_mb: int = Field(1024, ge=1, description="memory the candidates in flight may take beyond the run's "
                                   "shared context (about 5 MB each, measured by bench/throughput.py): caps auto "
                                   "concurrency")

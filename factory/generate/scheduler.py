@@ -22,12 +22,22 @@ beyond it are never drawn). When the target or the token budget is reached, or n
 cell is left to draw, drawn candidates not yet started are dropped and those in
 flight are finished and settled (their number depends on timing; the tasks settled
 up to the stop do not). Spent tokens are the candidates' own (``candidates.tokens``).
+
+Pacing a target: a lookahead sized to fill a server (hundreds) would otherwise put
+hundreds of candidates in flight for a target of 30 and settle them all after the
+stop. With a target, the candidates drawn and not yet settled are capped near
+``target_margin`` times what the target still needs at the acceptance rate seen so
+far (``(accepted + 1) / (settled + 2)``: half before anything settled, falling towards
+zero on a run that accepts nothing, when the lookahead alone caps them). The cap only
+delays draws, and a draw sees the run up to ``index - lookahead`` whenever it happens,
+so it changes how many candidates run past the stop, never which tasks the seed gives.
 """
 
 from __future__ import annotations
 
 import queue
 from collections import deque
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
@@ -57,6 +67,7 @@ class RunLimits:
     token_budget: int | None = None
     concurrency: int = 1  # candidates in flight wanted; the lookahead caps them
     lookahead: int = SERIAL["lookahead"]  # what the tasks depend on (not the concurrency)
+    target_margin: float = 0.0  # with a target, pace the draws to about this x what it still needs (0: off)
 
     @property
     def window(self) -> int:
@@ -79,7 +90,15 @@ class RunLimits:
             max_attempts = n * g.attempts_per_task
         resolved = resolve_concurrency(settings.llm, g, candidates=concurrency)
         return cls(n=n, max_attempts=max_attempts, token_budget=token_budget, concurrency=resolved.candidates,
-                   lookahead=resolved.lookahead)
+                   lookahead=resolved.lookahead, target_margin=g.target_margin)
+
+    def paced(self, accepted: int, settled: int) -> int | None:
+        """With a target and a margin: how many drawn candidates may wait to be settled, given
+        what the run accepted of what it settled (earlier tries included); None: no cap."""
+        if self.n is None or self.target_margin <= 0:
+            return None
+        rate = (accepted + 1) / (settled + 2)
+        return max(1, math.ceil(self.target_margin * max(0, self.n - accepted) / rate))
 
 
 @dataclass
@@ -197,6 +216,10 @@ class _InOrder:
         while not self.report.stopped_by and self.used < self.limits.max_attempts:
             head = self.order[0] if self.order else self.next_index  # all below it are settled (or done earlier)
             if self.next_index - self.limits.window >= head:
+                return
+            report = self.report
+            cap = self.limits.paced(report.accepted_total, report.resumed_done + report.candidates + report.failed)
+            if cap is not None and len(self.order) >= cap:
                 return
             try:
                 job = self.driver.draw(self.next_index, self.next_index - self.limits.window)

@@ -147,3 +147,60 @@ def test_a_draw_waits_for_every_candidate_lookahead_before_it(done: set[int]) ->
         assert job.settled_upto == job.index - limits.window
         needed = set(range(job.settled_upto + 1)) - done
         assert needed <= driver.seen_at_draw[job.index], job
+
+
+class WindowDriver(ToyDriver):
+    """Draws from the candidates settled up to ``settled_upto`` only, as the run's driver does."""
+
+    def __init__(self, accept_every: int = 3) -> None:
+        super().__init__(accept_every=accept_every)
+        self.accepted_at: list[int] = []
+
+    def draw(self, index: int, settled_upto: int) -> Job:
+        seen = [i for i in self.accepted_at if i <= settled_upto]
+        job = Job(index=index, cell=f"cell-{len(seen) % 5}", settled_upto=settled_upto,
+                  avoid=tuple((str(i),) for i in seen))
+        self.jobs.append(job)
+        return job
+
+    def settle(self, outcome: Outcome) -> Outcome:
+        outcome = super().settle(outcome)
+        if outcome.status == "accepted":
+            self.accepted_at.append(outcome.index)
+        return outcome
+
+
+def _until_target(report, driver: WindowDriver, n: int) -> tuple[int, list]:
+    """The candidate whose settling reached the target, and the jobs drawn up to it."""
+    stop = sorted(driver.accepted_at)[n - 1]
+    return stop, [(j.index, j.cell, j.avoid) for j in sorted(driver.jobs, key=lambda j: j.index) if j.index <= stop]
+
+
+def test_a_target_paces_its_draws_and_keeps_its_tasks() -> None:
+    """A lookahead sized for a server (64) and a target of 6: unpaced, the run keeps 16
+    candidates in flight to the end and settles them all past the target; paced, it draws
+    about what the target still needs, and the tasks up to the target are the same."""
+    runs = {}
+    for margin in (0.0, 1.25):
+        driver = WindowDriver(accept_every=3)
+        submit, live, pool = _runner(driver, seed=5)
+        report = run_in_order(submit, driver, RunLimits(n=6, max_attempts=500, concurrency=16, lookahead=64,
+                                                        target_margin=margin))
+        pool.shutdown()
+        assert report.stopped_by == "target" and report.settled == list(range(len(report.settled)))
+        runs[margin] = (report, *_until_target(report, driver, 6))
+    (unpaced, stop, jobs), (paced, paced_stop, paced_jobs) = runs[0.0], runs[1.25]
+    assert (paced_stop, paced_jobs) == (stop, jobs)  # the same candidates and tasks up to the target
+    assert unpaced.started - (stop + 1) >= 8  # unpaced: a lookahead's worth still in flight at the stop
+    assert paced.started - (stop + 1) <= 4  # paced: what the target still needed, with its margin
+    assert paced.accepted < unpaced.accepted
+
+
+def test_pacing_needs_a_target_and_a_margin() -> None:
+    assert RunLimits(n=None, target_margin=1.25).paced(0, 0) is None
+    assert RunLimits(n=10, target_margin=0).paced(0, 0) is None
+    limits = RunLimits(n=10, target_margin=1.25)
+    assert limits.paced(0, 0) == 25  # nothing settled yet: half are taken to pass
+    assert limits.paced(4, 38) == 60  # a run that accepts about 1 in 8: 1.25 x 6 / (5 / 40)
+    assert limits.paced(9, 18) == 3  # one left at a rate of one half
+    assert limits.paced(0, 98) == 1250  # accepting nothing: the lookahead alone caps the draws
