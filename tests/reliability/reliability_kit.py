@@ -72,9 +72,12 @@ def register_durable_fake() -> None:
     """Make ``durablefake:PATH`` a backend spec (in this process)."""
     from factory.llm.registry import register_backend
 
+    from factory.llm.registry import float_option
+
     @register_backend("durablefake")
-    def _durable(spec: Any, settings: Any) -> FakeLLM:
-        return FakeLLM(default=DurableFactoryFake(spec.target), model=spec.model or "fake-factory")
+    def _durable(spec: Any, settings: Any) -> FakeLLM:  # ``?delay=SECONDS`` per call, as for ``fake``
+        return FakeLLM(default=DurableFactoryFake(spec.target), model=spec.model or "fake-factory",
+                       delay_s=float_option(spec, "delay", 0.0))
 
 
 def launcher(*args: str) -> list[str]:

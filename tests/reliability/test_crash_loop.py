@@ -28,11 +28,14 @@ SEED = 3
 N = 6  # enough work that each of the ten kills lands while the run still works
 KILLS = 10
 KILL_SEED = 20240613
+# each call takes this long, as a model's would: without it a try did several candidates in the
+# 0.05-0.4 s before its kill, and a late try could finish the run before its kill (seen in CI)
+CALL_DELAY_S = 0.03
 RUN_TIMEOUT_S = 300
 
 
 def _command(store: Path, index: Path, memory: Path) -> list[str]:
-    return launcher("generate", "--store", str(store), "--index", str(index), "--llm", f"durablefake:{memory}",
+    return launcher("generate", "--store", str(store), "--index", str(index), "--llm", f"durablefake:{memory}?delay={CALL_DELAY_S}",
                     "--n", str(N), "--seed", str(SEED), "--concurrency", "1", "--json")
 
 
