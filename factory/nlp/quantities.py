@@ -172,6 +172,27 @@ def date_key(text: str) -> str | None:
     return None
 
 
+# a calendar date as a text writes it: "17 мая 2018", "May 17, 2018", "17 May 2018", "ноябре 2016",
+# "November 2016", "2018-05-17", "17.05.2018"
+_CALENDAR_RE = re.compile(
+    rf"(?<!\w)(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[./]\d{{1,2}}[./]\d{{4}}"
+    rf"|(?:\d{{1,2}}\s+)?(?:{_RU_MONTH_RE}|{_EN_MONTH_RE})(?:\s+\d{{1,2}}(?:st|nd|rd|th)?,?)?\s+\d{{4}})(?!\d)",
+    re.IGNORECASE,
+)
+
+
+def calendar_dates(text: str) -> list[tuple[int, int, int | None]]:
+    """(year, month, day or None) of every calendar date in ``text`` that names at least its
+    month and year, in either language, in order."""
+    out = []
+    for match in _CALENDAR_RE.finditer(text):
+        key = date_key(match.group(0))
+        m = re.fullmatch(r"(\d{4})-(\d{2})(?:-(\d{2}))?", key or "")
+        if m and 1 <= int(m.group(2)) <= 12:
+            out.append((int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None))
+    return out
+
+
 def has_date_anchor(text: str) -> bool:
     """True for dates that pin a time (a digit, a month, a numbered century): 'centuries' does not."""
     t = text.lower()

@@ -6,17 +6,20 @@ passage (case, spacing, quote marks and dashes aside). Every support passage mus
 cited; where the contract has seed passages (factory/contract.py), the path starts at
 one; and the answer must be reached: written in a quote, or in the answer passage (its
 text or title) that a step cites, or, for a computed number, obtained from two quoted
-numbers by a difference, sum, product or ratio (for a calculation, one number from each of two
-steps). It runs for every composer: a draft a model cannot back with its passages fails
+numbers by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней") counted
+between two quoted calendar dates (for a calculation, one number or date from each of two steps). It runs for every composer: a draft a model cannot back with its passages fails
 here, cheaply, before any search or model call.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
+import re
 import unicodedata
 
 from factory.contract import seed_chunks
+from factory.nlp.quantities import calendar_dates
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
@@ -74,7 +77,44 @@ def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) 
         results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
         if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
             return True
-    return False
+    unit = next((u for u, pattern in _DURATION_UNITS.items() if pattern.search(answer.casefold())), None)
+    if unit is None:
+        return False
+    per_step_dates = [calendar_dates(q) for q in quotes]
+    if across:
+        date_pairs = (p for a, b in itertools.combinations(per_step_dates, 2) for p in itertools.product(a, b))
+    else:
+        date_pairs = itertools.combinations([d for dates in per_step_dates for d in dates], 2)
+    return any(goal in _durations(first, second, unit) for first, second in date_pairs)
+
+
+# the unit of a computed duration ("7 месяцев", "117 days"): it is counted between two quoted dates
+_DURATION_UNITS = {
+    "days": re.compile(r"(?<!\w)(?:days?|день|дн[яейи]\w*|сут\w*)(?!\w)"),
+    "weeks": re.compile(r"(?<!\w)(?:weeks?|недел\w*)(?!\w)"),
+    "months": re.compile(r"(?<!\w)(?:months?|месяц\w*)(?!\w)"),
+    "years": re.compile(r"(?<!\w)(?:years?|лет|год\w*)(?!\w)"),
+}
+
+
+def _durations(a: tuple[int, int, int | None], b: tuple[int, int, int | None], unit: str) -> set[float]:
+    """The whole ``unit``s between two calendar dates, counted as people count them: by calendar
+    month or year, and also only the completed ones (17 May to 10 December: 7 or 6 months)."""
+    (y1, m1, d1), (y2, m2, d2) = sorted([a, b], key=lambda d: (d[0], d[1], d[2] or 0))
+    if unit in ("days", "weeks"):
+        if d1 is None or d2 is None:
+            return set()
+        try:
+            days = (dt.date(y2, m2, d2) - dt.date(y1, m1, d1)).days
+        except ValueError:  # not a real date (31 June)
+            return set()
+        return {float(days)} if unit == "days" else {float(days // 7), float(round(days / 7))}
+    early = d1 is not None and d2 is not None and d2 < d1  # the last month is not complete
+    if unit == "months":
+        months = 12 * (y2 - y1) + (m2 - m1)
+        return {float(months), float(months - early)}
+    years = y2 - y1
+    return {float(years), float(years - ((m2, d2 or 0) < (m1, d1 or 0)))}
 
 
 class AnswerableValidator:

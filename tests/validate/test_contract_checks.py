@@ -133,3 +133,20 @@ def test_a_computed_answer_comes_from_numbers_quoted_in_two_passages():
     # outside a calculation, a span's own two numbers may give the answer (a reign's length)
     assert computed("5 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
     assert not computed("6 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
+
+
+def test_a_duration_is_counted_between_two_quoted_dates():
+    """A calculation asking "how many months / days" is answered by two dated quotes (reference
+    draw 6, ru-000 and ru-038: the count was refused as not reached before dates were read)."""
+    may, december = "Сенат США 17 мая 2018 года утвердил Хаспел", "конкурс завершился 17 декабря 2018 года в Бангкоке"
+    assert computed("7 месяцев", [december, may], "ru")
+    assert not computed("8 месяцев", [december, may], "ru")
+    assert not computed("7 месяцев", [f"{december}; {may}"], "ru")  # both dates from one passage
+    assert computed("117 дней", ["скончалась 8 июля 2018 года", "тело обнаружено 13 марта 2018 года"], "ru")
+    # a month without its day counts by calendar month; the completed months count too
+    assert computed("7 месяцев", ["вступил в силу 27 июня 2017 года", "В ноябре 2016 года приняла закон"], "ru")
+    assert computed("6 months", ["on 17 May 2018", "on December 10, 2018"], "en")
+    assert computed("7 months", ["on 17 May 2018", "on December 10, 2018"], "en")
+    assert computed("3 weeks", ["opened on 1 May 2001", "closed on May 22, 2001"], "en")
+    assert not computed("3 days", ["opened on 1 May 2001", "closed on May 22, 2001"], "en")
+    assert not computed("3", ["opened on 1 May 2001", "closed on May 22, 2001"], "en")  # no unit: no date count
