@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 WITHIN_2 = 0.6  # the goal, over all candidates
 FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is not met
 # later draws, judged with BM25: (accepted at the first draft, within two revisions) of 40, measured
-LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (6, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (6, 25)}
+LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25)}
 MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
              "ru": {"chain", "intersection", "temporal", "calculation"}}
 

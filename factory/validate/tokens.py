@@ -278,6 +278,18 @@ def rarest(text: str, lang: str, doc_freq: Callable[[str], int], n: int, *,
     return [token for _, _, token in sorted(chosen, key=lambda r: r[1])]
 
 
+# Words that only ask and say nothing of what is asked about ("Назовите его", "как зовут", "чьё"):
+# a solver searching a question's keywords leaves them out. spaCy's stop lists lack them.
+_ASKING = {"ru": ("назовите", "назвать", "зовут", "звать", "чей", "чья", "чьё", "чьи", "искомый", "искомое"),
+           "en": ()}
+
+
+@lru_cache(maxsize=4)
+def asking_keys(lang: str) -> frozenset[str]:
+    """Lemmas and stems of the words that only ask (for ``rarest``'s ``skip``)."""
+    return frozenset(keys_of(_ASKING.get(lang, ()), lang))
+
+
 def keys_of(texts: Iterable[str], lang: str) -> set[str]:
     """Every lemma and stem of the texts' words (for ``rarest``'s ``skip``)."""
     return {k for text in texts for t in tokenize(text, lang) for k in (t.lemma, t.stem)}
