@@ -7,7 +7,8 @@
 * **planted defects**: accepted reference drafts with one defect each: the answer or a
   bridge named (as written, in lower case, a surname alone), a quote that is not in its
   passage, a step dropped, an empty or sentence-long answer, an unknown support id, a
-  copied prompt example.
+  copied prompt example, and for a calculation a miscomputed answer (its number replaced
+  by one the quotes do not give: three times it, plus seven).
 
 Each returns (kind, Draft) pairs; the candidate's own subgraph (its contract) judges them.
 """
@@ -21,7 +22,7 @@ from typing import Any, Iterator
 from factory.contract import figure_names, subgraph_contract
 from factory.records import Draft, ReasoningStep
 from factory.reference.records import ReferenceCandidate
-from factory.validate.tokens import content, tokenize
+from factory.validate.tokens import content, number_value, tokenize
 
 _TAILS = {
     "en": " It is told together with {words}.",
@@ -101,6 +102,20 @@ def _leaky(cand: ReferenceCandidate, draft: Draft, texts: dict[str, str],
         yield "rare_phrase", cand, _with(draft, base + _TAILS[lang].format(words=quoted), "leakp")
 
 
+_NUMBER = re.compile(r"\d+(?:[ \u00a0,.]\d+)*")
+
+
+def miscomputed(answer: str, lang: str) -> str | None:
+    """The answer with its first number replaced by three times it plus seven (units kept)."""
+    match = _NUMBER.search(answer)
+    value = number_value(match.group(0), lang) if match else None
+    if value is None:
+        return None
+    wrong = float(value) * 3 + 7
+    text = f"{wrong:g}" if wrong == int(wrong) or lang != "ru" else f"{wrong:g}".replace(".", ",")
+    return answer[:match.start()] + text + answer[match.end():]
+
+
 _ECHO = {"en": "words copied exactly from the passage", "ru": "слова, точно скопированные из отрывка"}
 _SENTENCE = {"en": "It was {a} who did it in the end", "ru": "В итоге это был {a}, и никто другой"}
 
@@ -136,6 +151,10 @@ def planted_defects(candidates: list[ReferenceCandidate],
                 kept = [s for s in draft.steps if s.chunk_id != draft.steps[-1].chunk_id]
                 yield "step_dropped", cand, draft.model_copy(update={"steps": kept,
                                                                       "draft_id": draft.draft_id + "-p-step"})
+        wrong = miscomputed(answer, lang) if draft.cell.mechanic == "calculation" else None
+        if wrong is not None:
+            yield "answer_miscomputed", cand, draft.model_copy(update={
+                "answer": wrong, "answer_aliases": [], "draft_id": draft.draft_id + "-p-number"})
         yield "empty_answer", cand, draft.model_copy(update={"answer": "", "draft_id": draft.draft_id + "-p-empty"})
         yield "sentence_answer", cand, draft.model_copy(update={
             "answer": _SENTENCE[lang].format(a=answer) + ".", "draft_id": draft.draft_id + "-p-sentence"})
