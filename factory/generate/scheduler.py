@@ -35,9 +35,9 @@ so it changes how many candidates run past the stop, never which tasks the seed 
 
 from __future__ import annotations
 
+import math
 import queue
 from collections import deque
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 

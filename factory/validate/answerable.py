@@ -6,9 +6,10 @@ passage (case, spacing, quote marks and dashes aside). Every support passage mus
 cited; where the contract has seed passages (factory/contract.py), the path starts at
 one; and the answer must be reached: written in a quote, or in the answer passage (its
 text or title) that a step cites, or, for a computed number, obtained from two quoted
-numbers by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней") counted
-between two quoted calendar dates (for a calculation, one number or date from each of two steps). It runs for every composer: a draft a model cannot back with its passages fails
-here, cheaply, before any search or model call.
+numbers by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней")
+counted between two quoted calendar dates (for a calculation, one number or date from each
+of two steps). It runs for every composer: a draft a model cannot back with its passages
+fails here, cheaply, before any search or model call.
 """
 
 from __future__ import annotations
