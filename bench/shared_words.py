@@ -1,6 +1,6 @@
 """Where the composer's shared-word budget comes from: distinctive words shared with a hidden passage, by BM25 verdict.
 
-    python -m bench.shared_words [--langs en,ru] [--sets draw3,,dense,draw5] [--work DIR]
+    python -m bench.shared_words [--langs en,ru] [--sets draw3,,dense,draw5,draw6] [--work DIR]
 
 For every hand-written reference draft (first drafts and revisions) that reached the
 broad-query check and has a hidden passage, it counts the question's words (as the BM25
@@ -9,7 +9,7 @@ the index's passages, taking the largest count over the hidden passages. Each dr
 labelled by the BM25 searcher's figures recorded in its shortcut verdict (refused when the
 hidden answer passage or every support passage was in the top 10). For each share and
 budget it prints how many kept drafts stay within the budget and how many refused drafts
-exceed it: ``composer.DISTINCTIVE_SHARE`` and ``SHARED_WORDS_MAX`` were chosen from this
+exceed it: ``composer.DISTINCTIVE_SHARE`` (per language) and ``SHARED_WORDS_MAX`` were chosen from this
 table. The sets are fixture names as in ``bench.acceptance --set`` (empty: draw 4). The
 last line is a JSON summary.
 """
@@ -63,7 +63,7 @@ def draft_rows(lang: str, names: list[str], index: Any) -> list[tuple[bool, list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--langs", default="en,ru")
-    parser.add_argument("--sets", default="draw3,,dense,draw5", help="fixture sets (empty name: draw 4)")
+    parser.add_argument("--sets", default="draw3,,dense,draw5,draw6", help="fixture sets (empty name: draw 4)")
     parser.add_argument("--work", type=Path, default=ROOT / "outputs" / "acceptance")
     args = parser.parse_args()
     summary: dict[str, Any] = {}
