@@ -94,7 +94,7 @@ def searchable_words(subgraph: Subgraph, texts: dict[str, str], lang: str, vocab
     question into that index, and a question sharing many such words finds the passage."""
     if vocabulary is None:
         return {}
-    max_df = max(1, int(DISTINCTIVE_SHARE.get(lang, 0.10) * len(vocabulary.chunk_ids)))
+    max_df = max(1, int(DISTINCTIVE_SHARE.get(lang, DISTINCTIVE_SHARE["en"]) * len(vocabulary.chunk_ids)))
     seeds = seed_chunks(subgraph)
     names = [entity_name(subgraph, k) for k in (*subgraph.constraint_entities, *subgraph.bridge_entities)]
     if subgraph.answer_entity:

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from factory.contract import figure_names, subgraph_contract
 from factory.records import Draft, ReasoningStep
 from factory.reference.records import ReferenceCandidate
-from factory.validate.tokens import content, number_value, tokenize
+from factory.validate.tokens import content, tokenize
 
 _TAILS = {
     "en": " It is told together with {words}.",
@@ -102,18 +102,14 @@ def _leaky(cand: ReferenceCandidate, draft: Draft, texts: dict[str, str],
         yield "rare_phrase", cand, _with(draft, base + _TAILS[lang].format(words=quoted), "leakp")
 
 
-_NUMBER = re.compile(r"\d+(?:[ \u00a0,.]\d+)*")
-
-
 def miscomputed(answer: str, lang: str) -> str | None:
     """The answer with its first number replaced by three times it plus seven (units kept)."""
-    match = _NUMBER.search(answer)
-    value = number_value(match.group(0), lang) if match else None
-    if value is None:
+    number = next((t for t in tokenize(answer, lang) if t.number is not None), None)
+    if number is None:
         return None
-    wrong = float(value) * 3 + 7
+    wrong = float(number.number) * 3 + 7
     text = f"{wrong:g}" if wrong == int(wrong) or lang != "ru" else f"{wrong:g}".replace(".", ",")
-    return answer[:match.start()] + text + answer[match.end():]
+    return answer[:number.start] + text + answer[number.start + len(number.surface):]
 
 
 _ECHO = {"en": "words copied exactly from the passage", "ru": "слова, точно скопированные из отрывка"}

@@ -18,6 +18,7 @@ import datetime as dt
 import itertools
 import re
 import unicodedata
+from typing import Iterator
 
 from factory.contract import seed_chunks
 from factory.nlp.quantities import calendar_dates
@@ -62,31 +63,28 @@ def _numbers(text: str, lang: str) -> list[float]:
 
 
 def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) -> bool:
-    """The answer's number is a difference, sum, product or ratio of two quoted numbers: one in
-    each of two steps (``across``: a calculation's operands come from two passages, else one of
-    them is decorative), or anywhere in the quotes (a chain's "1571–1576" gives a reign's length)."""
+    """The answer's number is a difference, sum, product or ratio of two quoted numbers, or a
+    duration counted between two quoted dates: one in each of two steps (``across``: a
+    calculation's operands come from two passages, else one of them is decorative), or anywhere
+    in the quotes (a chain's "1571–1576" gives a reign's length)."""
     target = _numbers(answer, lang)
     if len(target) != 1:
         return False
     goal = target[0]
-    per_step = [_numbers(q, lang) for q in quotes]
-    if across:
-        pairs = (pair for a, b in itertools.combinations(per_step, 2) for pair in itertools.product(a, b))
-    else:
-        pairs = itertools.combinations([v for values in per_step for v in values], 2)
-    for a, b in pairs:
+    for a, b in _pairs([_numbers(q, lang) for q in quotes], across):
         results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
         if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
             return True
     unit = next((u for u, pattern in _DURATION_UNITS.items() if pattern.search(answer.casefold())), None)
-    if unit is None:
-        return False
-    per_step_dates = [calendar_dates(q) for q in quotes]
+    return unit is not None and any(goal in _durations(first, second, unit)
+                                    for first, second in _pairs([calendar_dates(q) for q in quotes], across))
+
+
+def _pairs(per_step: list[list], across: bool) -> Iterator[tuple]:
+    """Two values to combine: from two different steps (``across``), or any two of the quotes'."""
     if across:
-        date_pairs = (p for a, b in itertools.combinations(per_step_dates, 2) for p in itertools.product(a, b))
-    else:
-        date_pairs = itertools.combinations([d for dates in per_step_dates for d in dates], 2)
-    return any(goal in _durations(first, second, unit) for first, second in date_pairs)
+        return (pair for a, b in itertools.combinations(per_step, 2) for pair in itertools.product(a, b))
+    return itertools.combinations([v for values in per_step for v in values], 2)
 
 
 # the unit of a computed duration ("7 месяцев", "117 days"): it is counted between two quoted dates

@@ -70,9 +70,7 @@ class DurableFactoryFake(FactoryFake):
 
 def register_durable_fake() -> None:
     """Make ``durablefake:PATH`` a backend spec (in this process)."""
-    from factory.llm.registry import register_backend
-
-    from factory.llm.registry import float_option
+    from factory.llm.registry import float_option, register_backend
 
     @register_backend("durablefake")
     def _durable(spec: Any, settings: Any) -> FakeLLM:  # ``?delay=SECONDS`` per call, as for ``fake``

@@ -35,7 +35,8 @@ RUN_TIMEOUT_S = 300
 
 
 def _command(store: Path, index: Path, memory: Path) -> list[str]:
-    return launcher("generate", "--store", str(store), "--index", str(index), "--llm", f"durablefake:{memory}?delay={CALL_DELAY_S}",
+    return launcher("generate", "--store", str(store), "--index", str(index),
+                    "--llm", f"durablefake:{memory}?delay={CALL_DELAY_S}",
                     "--n", str(N), "--seed", str(SEED), "--concurrency", "1", "--json")
 
 

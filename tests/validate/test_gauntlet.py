@@ -227,3 +227,20 @@ def test_dedup_rejects_a_known_task_before_any_costly_check_and_skips_outside_a_
     ctx.duplicate_of = lambda q, s, a: known.find("Which old mill stood by the second ford?", s, a, "en",
                                                   among={"t-same", "t-later"})
     assert run_gauntlet(draft, ctx, validators[:2]).failure.reason == "same_support"
+
+
+def test_the_keyword_query_leaves_out_words_that_only_ask():
+    """'Назовите' is rare in news, so it took a keyword's place; a solver would not type it."""
+    from types import SimpleNamespace
+
+    from factory.records import Cell, Draft
+    from factory.validate.shortcut import keyword_query
+
+    freq = {"назовите": 1, "чьё": 2, "регион": 50, "голосование": 9, "статусе": 7, "отвергли": 5, "наблюдатели": 6}
+    bm25 = SimpleNamespace(doc_freq=lambda word: freq.get(word.lower(), 0))
+    ctx = SimpleNamespace(searchers={"bm25": bm25})
+    draft = Draft(draft_id="d", candidate_id="c", lang="ru", cell=Cell.parse("chain/direct/place"),
+                  question="Назовите регион, чьё голосование о статусе отвергли наблюдатели", answer="Крым",
+                  support_chunk_ids=["a_0", "b_0"], answer_chunk_id="b_0")
+    assert keyword_query(draft, (), ctx, 3) == "статусе отвергли наблюдатели"
+    assert keyword_query(draft, ("наблюдатели",), ctx, 3) == "голосование статусе отвергли"  # a name it may use

@@ -71,15 +71,3 @@ def test_tokenize_memo_hands_out_fresh_lists():
     assert tokenize("5,200 workers", "en")[0].number == "5200"  # the language is part of the key
     assert tokenize("5,200 workers", "ru")[0].number == "5.2"
 
-
-def test_the_keyword_query_leaves_out_words_that_only_ask():
-    """'Назовите' is rare in news, so it took a keyword's place; a solver would not type it."""
-    from factory.validate.tokens import asking_keys, keys_of, rarest
-
-    question = "Назовите регион, чьё голосование о статусе отвергли наблюдатели"
-    freq = {"назовите": 1, "чьё": 2, "регион": 50, "голосование": 9, "статусе": 7, "отвергли": 5, "наблюдатели": 6}
-    doc_freq = lambda word: freq.get(word.lower(), 0)  # noqa: E731
-    skip = keys_of([], "ru") | asking_keys("ru")
-    assert [t.surface for t in rarest(question, "ru", doc_freq, 3, skip=skip)] == ["статусе", "отвергли", "наблюдатели"]
-    assert "Назовите" in [t.surface for t in rarest(question, "ru", doc_freq, 3)]
-    assert not asking_keys("en")
