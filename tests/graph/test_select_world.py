@@ -466,3 +466,31 @@ def test_an_award_tagged_as_a_work_is_no_work_answer(store):
     assert ix.ent_label[ix.key_index("corrin prize")] == "work"
     works = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"work"}), SMALL)}
     assert "the salt ledger" in works and "corrin prize" not in works
+
+
+def test_a_bare_name_two_persons_bear_links_nothing(store):
+    """A chunk whose document calls a person by one word that two full names of the corpus hold
+    (Барак: Эхуд Барак and Барак Обама) does not say which bearer it means: no hop, no clue, no
+    answer there. A word only one full name holds stays theirs."""
+    from factory.graph.stats import compute_statistics
+
+    world = [list(doc) for doc in WORLD_EN]
+    for doc in world:
+        if doc[0] == "tessaly":
+            doc[2] += " Fenn swam across it in 1950, and Brisk rowed it in 1999."
+            doc[3] = [*doc[3], ("Fenn", "person"), ("Brisk", "person"), ("1950", "date"), ("1999", "date")]
+        if doc[0] in ("fenn", "brisk"):  # the surname meets its full name, so the identity step joins them
+            doc[3] = [*doc[3], (doc[1].split()[-1], "person")]
+    world.append(("halloway", "Fenn Halloway", "Fenn Halloway (born 1960) is a painter from Vellmoor.",
+                  [("Fenn Halloway", "person"), ("1960", "date"), ("Vellmoor", "location")]))
+    write_world(store, [tuple(d) for d in world], "en")
+    rows = store.query("SELECT chunk_id, content_hash, lang FROM chunks")
+    store.append("annotated_chunks", [dict(r, n_mentions=1, run_id="t") for r in rows])
+    compute_statistics(store, "t")
+    ix = SelectionIndex.load(store, "en")
+    tessaly, own = ix.chunk_ids.index("tessaly_0"), ix.chunk_ids.index("fenn_0")
+    fenn, ada = ix.key_index("tobias fenn"), ix.key_index("ada brisk")
+    assert tessaly in ix.ent_chunks[fenn] and tessaly in ix.ent_chunks[ada]  # the identity step joined both
+    assert ix.sense(tessaly, fenn) == "bare name" and not ix.plain(tessaly, fenn)
+    assert ix.plain(own, fenn) and not ix.same_sense(fenn, tessaly, own)
+    assert ix.plain(tessaly, ada) and ix.same_sense(ada, tessaly, ix.chunk_ids.index("brisk_0"))

@@ -14,7 +14,7 @@ import random
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,6 +32,13 @@ HUB_FLOOR = 10
 # there as the report's source, not as what the text is about: it links nothing and answers
 # nothing there (which agency reported two events is attribution, not knowledge)
 SOURCE = "source"
+# a person a chunk's whole document names by one word that several full names of the corpus hold
+# ('Барак': Эхуд Барак and Барак Обама; 'Paul'), and whose article it is not: the identity step
+# joined the word to one of them, but the text does not say which bearer it means. Of the 480
+# candidates of reference draws 1-6 it marks links in three, each refused by its writer as a name
+# coincidence (Эхуд Барак joined to Барак Обама, the basketball player Деррик Роуз to a singer's
+# daughter Роуз, Paul the Apostle to Tsar Paul I), and in none they kept
+BARE = "bare name"
 _REPORTING = {
     "en": r"(according to|reported|reports|told|citing|quoted)",
     "ru": r"(сообщ|переда[её]т|передал|пишет|написал|по данным|по сообщению|со ссылкой|по информации|"
@@ -202,10 +209,11 @@ class SelectionIndex:
         are about rather than their cited source? A link between a football club and a city, or
         a cinema and a town, that merely share a name is no hop; nor are two reports by Reuters."""
         sense = self.sense(a, e)
-        return sense != SOURCE and sense == self.sense(b, e)
+        return sense not in (SOURCE, BARE) and sense == self.sense(b, e)
 
     def plain(self, chunk: int, e: int) -> bool:
-        """The entity carries its own label in that chunk (not another thing's, not a source's)."""
+        """The entity carries its own label in that chunk (not another thing's, not a source's,
+        not a person's bare first name or surname)."""
         return (chunk, e) not in self.off_labels
 
     def category(self, e: int) -> str | None:
@@ -409,6 +417,41 @@ def _sources(store: Any, lang: str) -> list[tuple[str, str]]:
     return [(r["chunk_id"], r["entity_key"]) for r in store.query(_SOURCES_SQL, [lang, pattern])]
 
 
+# persons with a name of several words whose document never gives more than one word of it (no
+# space, no initial's dot), under the identity the statistics count them as, with the folded words
+# it does give. A mononym (Plato) is its whole name; a surname in a later chunk of a report whose
+# first chunk gave the full name is that person's
+_BARE_SQL = """
+WITH named AS (
+    SELECT m.chunk_id, c.doc_id, m.entity_key AS word, coalesce(i.identity, m.entity_key) AS entity_key,
+           regexp_matches(trim(m.text), '[\\s.]') AS in_full
+    FROM mentions m
+    JOIN chunks c ON c.chunk_id = m.chunk_id AND (m.content_hash IS NULL OR m.content_hash = c.content_hash)
+    LEFT JOIN mention_identities i ON i.chunk_id = m.chunk_id AND i.start = m.start AND i."end" = m."end"
+    WHERE c.lang = ? AND m.label = 'person'
+), bare_in_doc AS (
+    SELECT doc_id, entity_key FROM named GROUP BY 1, 2 HAVING NOT bool_or(in_full)
+)
+SELECT n.chunk_id, n.entity_key, list(DISTINCT n.word) AS words FROM named n
+JOIN bare_in_doc b ON b.doc_id = n.doc_id AND b.entity_key = n.entity_key
+WHERE regexp_matches(n.entity_key, '\\s')
+GROUP BY 1, 2
+"""
+
+
+def _bare(store: Any, lang: str, ent_keys: list[str], ent_label: list[str]) -> list[tuple[str, str]]:
+    """(chunk, person) where the chunk and its whole document call the person by one word that
+    two or more persons of the corpus bear (Барак: Эхуд Барак and Барак Обама; Paul): the word
+    does not say which of them is meant. A word only one full name holds ('Cali') is that one."""
+    bearers: dict[str, set[str]] = defaultdict(set)
+    for key, label in zip(ent_keys, ent_label):
+        if label == "person" and " " in key:
+            for word in key.split():
+                bearers[word].add(key)
+    return [(r["chunk_id"], r["entity_key"]) for r in store.query(_BARE_SQL, [lang])
+            if any(len(bearers.get(w, ())) > 1 for w in r["words"])]
+
+
 def _titles(store: Any, lang: str) -> dict[str, str]:
     return {r["chunk_id"]: r["title"] for r in store.query("SELECT chunk_id, title FROM chunks WHERE lang = ?", [lang])}
 
@@ -467,6 +510,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         if c is not None and e is not None:
             off_labels[(c, e)] = SOURCE
     titles = _titles(store, lang)
+    bare = _bare(store, lang, ent_keys, ent_label)
     chunk_about = []
     for c, chunk_id in enumerate(chunk_ids):
         title = _plain(titles.get(chunk_id) or "")
@@ -478,6 +522,10 @@ def _load(store: Any, lang: str) -> SelectionIndex:
                     match = e
                     break
         chunk_about.append(match)
+    for chunk_id, key in bare:  # the person's own article may call them by surname
+        c, e = chunk_pos.get(chunk_id), ent_pos.get(key)
+        if c is not None and e is not None and chunk_about[c] != e and (c, e) not in off_labels:
+            off_labels[(c, e)] = BARE
     categories = _categories(store, lang, chunk_pos, chunk_about) if chunk_about else {}
     return SelectionIndex(
         lang=lang,
