@@ -211,6 +211,14 @@ class SelectionIndex:
         sense = self.sense(a, e)
         return sense not in (SOURCE, BARE) and sense == self.sense(b, e)
 
+    def label_in_doubt(self, e: int) -> bool:
+        """Does NER give the entity another kind in a third or more of its chunks (three at
+        least)? Then its own label is a coin toss ('Mozambique' an organisation in 9 chunks, a
+        place in 8; 'Burgundy' a person in 6, an organisation in 5): no answer of a typed cell."""
+        chunks = self.ent_chunks[e]
+        other = sum(self.off_labels.get((c, e)) not in (None, SOURCE, BARE) for c in chunks)
+        return len(chunks) >= 3 and 3 * other >= len(chunks)
+
     def plain(self, chunk: int, e: int) -> bool:
         """The entity carries its own label in that chunk (not another thing's, not a source's,
         not a person's bare first name or surname)."""
