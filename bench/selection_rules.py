@@ -11,7 +11,8 @@ label, so a rule that drops honest subgraphs shows up as plainly as one that dro
 others. Rules, in order:
 
 * sense: a bridge (chain, temporal, calculation), the answer or a clue (intersection) that
-  carries another NER label in one of its chunks, or that a chunk only cites as its source;
+  carries another NER label in one of its chunks, that a chunk only cites as its source, or
+  a person a chunk's document calls by one word that several full names hold ('Барак');
 * comparison: candidates of different kinds by their articles' first sentences, or any
   comparison where documents are not articles;
 * rival: an intersection whose clue passage names no other thing of the answer's kind;
@@ -19,6 +20,8 @@ others. Rules, in order:
   a chain's start that shares its words with a hidden bridge (by stem or by lemma).
 * kind: an answer whose name says it is another kind of thing than its label (an award
   tagged as a work: ``factory.nlp.labels.names_other_kind``).
+* doubt: an answer NER reads as another kind in a third or more of its chunks
+  (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -40,6 +43,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "reference_drafts"
 
 def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
     """The first rule that refuses the reference row's subgraph, or None."""
+    from factory.graph.selectors.base import NAMED_LABELS
     from factory.graph.selectors.intersection import _rival_in
     from factory.nlp.labels import names_other_kind
 
@@ -79,6 +83,8 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
             return "related"
     if answer is not None and names_other_kind(ix.ent_label[answer], ix.ent_name[answer], ix.lang):
         return "kind"
+    if answer is not None and ix.ent_label[answer] in NAMED_LABELS and ix.label_in_doubt(answer):
+        return "doubt"
     return None
 
 
