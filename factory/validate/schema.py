@@ -106,9 +106,14 @@ def _is_title_type(answer_type: str) -> bool:
     return "title" in answer_type or "work" in answer_type  # titles may read like sentences
 
 
+# a stop that ends a sentence, not an initial's or an abbreviation's dot: "J. R. R. Tolkien",
+# "St. Petersburg" and "театр имени Г. Камала" (7 tokens) are names
+_SENTENCE_END = re.compile(r"(?<!\b\w)(?<!\bSt)(?<!\bим)[.!?;]\s+\S")
+
+
 def _is_sentence(answer: str, tokens: list, lang: str, *, titled: bool) -> bool:
     text = answer.strip()
-    if re.search(r"[.!?;]\s+\S", text) and len(tokens) > 4:  # "St. Petersburg", "J. R. R. Tolkien" are names
+    if _SENTENCE_END.search(text) and len(tokens) > 4:
         return True
     if titled:
         return False

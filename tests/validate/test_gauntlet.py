@@ -156,21 +156,26 @@ def test_shortcut_reports_missing_searchers():
 
 
 @pytest.mark.parametrize(
-    "answer, answer_type, ok",
+    "answer, answer_type, ok, lang",
     [
-        ("Vellmoor", "place", True),
-        ("J. R. R. Tolkien", "person", True),
-        ("St. Petersburg", "place", True),
-        ("Love Is a Stranger", "work", True),
-        ("He was the founder of it", "person", False),
-        ("Edmund Carrow. He founded the works in 1834.", "person", False),
-        ("one two three four five six seven eight nine", "other", False),
+        ("Vellmoor", "place", True, "en"),
+        ("J. R. R. Tolkien", "person", True, "en"),
+        ("St. Petersburg", "place", True, "en"),
+        ("Love Is a Stranger", "work", True, "en"),
+        ("Moscow State University named after M. V. Lomonosov", "organisation", True, "en"),
+        ("He was the founder of it", "person", False, "en"),
+        ("Edmund Carrow. He founded the works in 1834.", "person", False, "en"),
+        ("one two three four five six seven eight nine", "other", False, "en"),
+        # a draw 7 answer the initial's dot once made a sentence
+        ("Татарский государственный академический театр имени Г. Камала", "organisation", True, "ru"),
+        ("Театр им. Г. Камала", "organisation", True, "ru"),
+        ("Арсланов. Он служил в театре с 1956 года", "person", False, "ru"),
     ],
 )
-def test_schema_answer_shape(answer, answer_type, ok):
-    draft = clean_cases("en", 1)[0].draft
+def test_schema_answer_shape(answer, answer_type, ok, lang):
+    draft = clean_cases(lang, 1)[0].draft
     draft = draft.model_copy(update={"answer": answer, "cell": draft.cell.model_copy(update={"answer_type": answer_type})})
-    assert SchemaValidator().check(draft, _ctx()).ok is ok
+    assert SchemaValidator().check(draft, make_context(chunk_texts(lang))).ok is ok
 
 
 def test_schema_single_hop_mechanics_may_have_one_chunk():
