@@ -22,7 +22,10 @@ drafted after the composer was given its shared-word budget (5% and two words fo
 10% and three for draw 6), and revised against the default searchers (BM25, dense,
 hybrid); they are judged here with BM25 and held at what was measured. Draw 6 misses the
 60% goal in English (23 of 40) because its writers found no honest question for 16 of its
-subgraphs; 23 of its 24 honest drafts are kept.
+subgraphs; 23 of its 24 honest drafts are kept. Draw 7 (LANG-draw7.jsonl, seed 53) was drawn
+with the one-word-name screen, drafted by eight writers from the worksheets and revised
+against the default searchers; its writers found no honest question for 20 English and 16
+Russian subgraphs, so it misses 60% in both languages (17 and 20 of 40 with BM25).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 WITHIN_2 = 0.6  # the issue's goal, over all candidates
 FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is not met
 # later draws, judged with BM25: (accepted at the first draft, within two revisions) of 40, measured
-LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25)}
+LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25),
+         ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20)}
 MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
              "ru": {"chain", "intersection", "temporal", "calculation"}}
 
