@@ -130,7 +130,11 @@ def test_near_duplicate_questions_are_rejected(world_store):
     summary, _ = _run(world_store, Plan(compose="same", revise="clean"), n=2, max_attempts=3)
     assert summary.accepted == 1
     dups = store.query("SELECT * FROM rejected_tasks WHERE validator = 'dedup'")
-    assert len(dups) == 2 and all(d["reason"] == "near_duplicate_question" for d in dups)
+    # the same question again: on another support it is a near duplicate; a draw of the same
+    # support (the world is small) is caught first as that
+    reasons = [d["reason"] for d in dups]
+    assert len(dups) == 2 and "near_duplicate_question" in reasons, reasons
+    assert set(reasons) <= {"near_duplicate_question", "same_support"}, reasons
     assert store.scalar("SELECT count(*) FROM tasks") == 1
 
 

@@ -231,7 +231,9 @@ def obeying_llm(*, claims: bool = True) -> tuple[FakeLLM, ObeyingFake]:
     return FakeLLM(default=fake, model="fake-factory"), fake
 
 
-HOSTILE_SEED = 0  # a seed whose 12 candidates include accepted tasks and an agent run
+# a seed whose 12 candidates include accepted tasks and agent runs: 4 of each since the
+# label-doubt selection screen, under which seed 0 accepts none
+HOSTILE_SEED = 1
 HOSTILE_ATTEMPTS = 12
 
 
