@@ -22,6 +22,8 @@ others. Rules, in order:
   tagged as a work: ``factory.nlp.labels.names_other_kind``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
+* unattested: a `work` answer the text never calls a work (``SelectionIndex.attested``:
+  'Nobel' of 'Nobel laureate', the Alchon Huns, an epithet in quotes).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -85,6 +87,8 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         return "kind"
     if answer is not None and ix.ent_label[answer] in NAMED_LABELS and ix.label_in_doubt(answer):
         return "doubt"
+    if answer is not None and not ix.attested(answer):
+        return "unattested"
     return None
 
 

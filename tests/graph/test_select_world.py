@@ -513,3 +513,23 @@ def test_a_name_ner_reads_as_two_kinds_is_no_typed_answer(store, split):
     assert ix.label_in_doubt(trust) == bool(split)
     orgs = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"organization"}), SMALL)}
     assert ("harbour trust" in orgs) != bool(split) and "corrin society" in orgs
+
+
+def test_a_work_the_text_never_calls_one_is_no_work_answer(store):
+    """spaCy tags epithets, regions and peoples as works ('Peter the Great of Turkey', the Alchon
+    Huns): a `work` answer needs a word for a work near a mention ('Her novel The Salt Ledger')
+    or a name that is one ('the Vellmoor Charter'); a nickname's cue ('known as') makes it none."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [
+        ("orrin", "Orrin Uplands",
+         "Ilse Vantongeren crossed the Orrin Uplands in 1870. Her guide was Tobin Marl, known as the Grey Walker, "
+         "and the council later sealed the Vellmoor Charter.",
+         [("Ilse Vantongeren", "person"), ("the Orrin Uplands", "work"), ("1870", "date"), ("Tobin Marl", "person"),
+          ("the Grey Walker", "work"), ("the Vellmoor Charter", "work")]),
+    ]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    works = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"work"}), SMALL)}
+    assert works == {"the salt ledger", "lanterns", "the glass ferry", "the vellmoor charter"}
+    assert not ix.attested(ix.key_index("the grey walker")) and ix.attested(ix.key_index("tobin marl"))

@@ -63,7 +63,8 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     """Answers of the cell's type that a question can hide: no hubs, no "other" entities
     (nationalities, languages, products: guessable or unverifiable), whole names
     (``nameworthy``) that do not say they are another kind of thing (an award tagged as a
-    work: ``names_other_kind``) and whose kind NER does not split (``label_in_doubt``), values
+    work: ``names_other_kind``), whose kind NER does not split (``label_in_doubt``) and the
+    text bears out (``attested``: a `work` the text calls one), values
     only with digits. In a corpus of articles an entity with an
     article of its own is one a model has read about, so it is no answer unless
     ``with_articles`` (a comparison's candidates need their own articles for their values)."""
@@ -74,7 +75,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
         return [e for e, lab in enumerate(ix.ent_label)
                 if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous
                 and ((lab in NAMED_LABELS and ix.nameworthy(e) and not names_other_kind(lab, ix.ent_name[e], ix.lang)
-                      and not ix.label_in_doubt(e))
+                      and not ix.label_in_doubt(e) and ix.attested(e))
                      or (lab in VALUE_KINDS and ix.good_value(e)))]
 
     return ix.pool(("answer", labels, params.answer_max_df, bool(famous)), build)
