@@ -19,7 +19,7 @@ others. Rules, in order:
 * related: a hidden answer whose name shares its words with a name the question may use, or
   a chain's start that shares its words with a hidden bridge (by stem or by lemma).
 * kind: an answer whose name says it is another kind of thing than its label (an award
-  tagged as a work: ``factory.nlp.labels.names_other_kind``).
+  tagged as a work, or its stem, 'Nobel': ``SelectionIndex.other_kind``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
 * unattested: a `work` answer the text never calls a work (``SelectionIndex.attested``:
@@ -47,7 +47,6 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
     """The first rule that refuses the reference row's subgraph, or None."""
     from factory.graph.selectors.base import NAMED_LABELS
     from factory.graph.selectors.intersection import _rival_in
-    from factory.nlp.labels import names_other_kind
 
     sub = row["subgraph"]
     mechanic = row["cell"].split("/")[0]
@@ -83,7 +82,7 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         bridges = [key(k) for k in sub["bridge_entities"]]
         if any(s is not None and b is not None and ix.related(s, b) for s in starts for b in bridges):
             return "related"
-    if answer is not None and names_other_kind(ix.ent_label[answer], ix.ent_name[answer], ix.lang):
+    if answer is not None and ix.other_kind(answer):
         return "kind"
     if answer is not None and ix.ent_label[answer] in NAMED_LABELS and ix.label_in_doubt(answer):
         return "doubt"

@@ -55,6 +55,20 @@ def names_other_kind(label: str, name: str, lang: str) -> bool:
     return any(w in words or (w.endswith("s") and w[:-1] in words) for w in re.findall(r"\w+", name.lower()))
 
 
+def other_kind_stem(label: str, name: str, lang: str) -> str | None:
+    """The words before the kind word of a name that says it is another kind ('nobel' of 'the
+    Nobel Prize in Physics'), or None: spaCy tags the stem alone as a work too ('Nobel laureate')."""
+    words = OTHER_KIND_WORDS.get(label, {}).get(lang)
+    if not words:
+        return None
+    found = re.findall(r"\w+", name.lower())
+    for i, w in enumerate(found):
+        if w in words or (w.endswith("s") and w[:-1] in words):
+            stem = [x for x in found[:i] if x != "the"]
+            return " ".join(stem) or None
+    return None
+
+
 def unify(label: str, lang: str) -> str | None:
     """The unified label for a model label, or None when the label is dropped."""
     table = SPACY_LABELS if lang == "en" else NATASHA_LABELS

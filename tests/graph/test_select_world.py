@@ -455,17 +455,20 @@ def test_a_cited_source_links_and_answers_nothing(store):
 
 
 def test_an_award_tagged_as_a_work_is_no_work_answer(store):
-    """spaCy tags awards as WORK_OF_ART: 'Corrin Prize' read so is still no title of a work."""
+    """spaCy tags awards as WORK_OF_ART: 'Corrin Prize' read so is still no title of a work, nor
+    is its stem alone ('Corrin laureates', as 'Nobel' of 'Nobel laureate'), though poems are near."""
     from factory.graph.selectors.chain import answer_pool
 
     world = [list(doc) for doc in WORLD_EN]
     for doc in world:
         doc[3] = [(s, "work" if s == "Corrin Prize" else lab) for s, lab in doc[3]]
+    world.append(["laureates", "Corrin laureates", "The Corrin laureates read their poems at Dunmere in 2001.",
+                  [("Corrin", "work"), ("Dunmere", "location"), ("2001", "date")]])
     write_world(store, [tuple(d) for d in world], "en")
     ix = SelectionIndex.load(store, "en")
-    assert ix.ent_label[ix.key_index("corrin prize")] == "work"
+    assert ix.ent_label[ix.key_index("corrin prize")] == "work" and ix.attested(ix.key_index("corrin"))
     works = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"work"}), SMALL)}
-    assert "the salt ledger" in works and "corrin prize" not in works
+    assert "the salt ledger" in works and "corrin prize" not in works and "corrin" not in works
 
 
 def test_a_bare_name_two_persons_bear_links_nothing(store):

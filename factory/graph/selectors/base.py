@@ -245,6 +245,21 @@ class SelectionIndex:
         other = sum(self.off_labels.get((c, e)) not in (None, SOURCE, BARE) for c in chunks)
         return len(chunks) >= 3 and 3 * other >= len(chunks)
 
+    def other_kind(self, e: int) -> bool:
+        """Does the name say it is another kind of thing than its label ('Nobel Prizes' as a
+        work), or is it the stem of such a name ('Nobel', of 'the Nobel Prize', as a work)?"""
+        from factory.nlp.labels import names_other_kind, other_kind_stem
+
+        label, name = self.ent_label[e], self.ent_name[e]
+        if names_other_kind(label, name, self.lang):
+            return True
+        key = ("other-kind stems", label)
+        if key not in self.memo:
+            self.memo[key] = {0: frozenset(filter(None, (other_kind_stem(lab, n, self.lang)
+                                                         for lab, n in zip(self.ent_label, self.ent_name) if lab == label)))}
+        plain = " ".join(w for w in re.findall(r"\w+", name.lower()) if w != "the")
+        return plain in self.memo[key][0]
+
     def attested(self, e: int) -> bool:
         """Is the entity the kind of thing its label says, as far as the text can tell? Only `work`
         is checked: a tag a capitalised title-like phrase earns from spaCy (``_WORK_CUE``)."""

@@ -31,7 +31,6 @@ from factory.graph.selectors.base import (
     chunks_in_new_docs,
     make_subgraph,
 )
-from factory.nlp.labels import names_other_kind
 from factory.records import Cell, Subgraph
 
 Need = Callable[[int], bool]
@@ -63,7 +62,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     """Answers of the cell's type that a question can hide: no hubs, no "other" entities
     (nationalities, languages, products: guessable or unverifiable), whole names
     (``nameworthy``) that do not say they are another kind of thing (an award tagged as a
-    work: ``names_other_kind``), whose kind NER does not split (``label_in_doubt``) and the
+    work, or its stem, 'Nobel': ``SelectionIndex.other_kind``), whose kind NER does not split (``label_in_doubt``) and the
     text bears out (``attested``: a `work` the text calls one), values
     only with digits. In a corpus of articles an entity with an
     article of its own is one a model has read about, so it is no answer unless
@@ -74,7 +73,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     def build() -> list[int]:
         return [e for e, lab in enumerate(ix.ent_label)
                 if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous
-                and ((lab in NAMED_LABELS and ix.nameworthy(e) and not names_other_kind(lab, ix.ent_name[e], ix.lang)
+                and ((lab in NAMED_LABELS and ix.nameworthy(e) and not ix.other_kind(e)
                       and not ix.label_in_doubt(e) and ix.attested(e))
                      or (lab in VALUE_KINDS and ix.good_value(e)))]
 
