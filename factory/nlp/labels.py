@@ -47,26 +47,31 @@ OTHER_KIND_WORDS: dict[str, dict[str, frozenset[str]]] = {
 }
 
 
-def names_other_kind(label: str, name: str, lang: str) -> bool:
-    """Whether ``name`` says it is another kind of thing than ``label`` ('Nobel Prizes' as a work)."""
-    words = OTHER_KIND_WORDS.get(label, {}).get(lang)
-    if not words:
-        return False
-    return any(w in words or (w.endswith("s") and w[:-1] in words) for w in re.findall(r"\w+", name.lower()))
-
-
-def other_kind_stem(label: str, name: str, lang: str) -> str | None:
-    """The words before the kind word of a name that says it is another kind ('nobel' of 'the
-    Nobel Prize in Physics'), or None: spaCy tags the stem alone as a work too ('Nobel laureate')."""
+def _kind_word(label: str, name: str, lang: str) -> tuple[list[str], int] | None:
+    """The name's lower-cased words and the position of its first word of another kind, if any."""
     words = OTHER_KIND_WORDS.get(label, {}).get(lang)
     if not words:
         return None
     found = re.findall(r"\w+", name.lower())
     for i, w in enumerate(found):
         if w in words or (w.endswith("s") and w[:-1] in words):
-            stem = [x for x in found[:i] if x != "the"]
-            return " ".join(stem) or None
+            return found, i
     return None
+
+
+def names_other_kind(label: str, name: str, lang: str) -> bool:
+    """Whether ``name`` says it is another kind of thing than ``label`` ('Nobel Prizes' as a work)."""
+    return _kind_word(label, name, lang) is not None
+
+
+def other_kind_stem(label: str, name: str, lang: str) -> str | None:
+    """The words before the kind word of a name that says it is another kind ('nobel' of 'the
+    Nobel Prize in Physics'), or None: spaCy tags the stem alone as a work too ('Nobel laureate')."""
+    hit = _kind_word(label, name, lang)
+    if hit is None:
+        return None
+    found, i = hit
+    return " ".join(x for x in found[:i] if x != "the") or None
 
 
 def unify(label: str, lang: str) -> str | None:
