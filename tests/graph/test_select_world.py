@@ -536,3 +536,29 @@ def test_a_work_the_text_never_calls_one_is_no_work_answer(store):
     works = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"work"}), SMALL)}
     assert works == {"the salt ledger", "lanterns", "the glass ferry", "the vellmoor charter"}
     assert not ix.attested(ix.key_index("the grey walker")) and ix.attested(ix.key_index("tobin marl"))
+
+
+def test_a_census_year_is_no_event_to_compute_with(store):
+    """'As of the 2021 census it had 210,000 inhabitants' dates a figure, not something that
+    happened: a calculation offers the chunk's other date (1788) as its operand instead."""
+    dunmere = ("dunmere", "Dunmere",
+               "Dunmere is a port city in England at the mouth of the River Ashkel. As of the 2021 census it had "
+               "210,000 inhabitants. The Dunmere Lighthouse was built in 1788 by the Harbour Trust.",
+               [("Dunmere", "location"), ("England", "location"), ("River Ashkel", "location"), ("2021", "date"),
+                ("210,000", "number"), ("Dunmere Lighthouse", "other"), ("1788", "date"),
+                ("Harbour Trust", "organization")])
+    write_world(store, [dunmere if doc[0] == "dunmere" else doc for doc in WORLD_EN], "en")
+    ix = SelectionIndex.load(store, "en")
+    c = ix.chunk_ids.index("dunmere_0")
+    dates = ix.values(c, {"date"})
+    assert {ix.ent_name[e] for e in dates} == {"2021", "1788"}
+    assert [ix.ent_name[e] for e in ix.events(c, dates)] == ["1788"]
+    cell = Cell(mechanic="calculation", form="direct", answer_type="number")
+    offered = []
+    for seed in range(40):
+        try:
+            sub = select_subgraph(store, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        except NoSubgraph:
+            continue
+        offered += [o["value"] for o in sub.figures["operands"] if o["chunk_id"] == "dunmere_0"]
+    assert offered and "2021" not in offered

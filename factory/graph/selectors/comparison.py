@@ -89,7 +89,7 @@ def _seeds(ix: SelectionIndex, labels: frozenset[str], kind: str, params: Select
 
 def _values_differ(ix: SelectionIndex, chunks: list[int], kind: str) -> bool:
     """Every candidate's passage holds a value of ``kind`` that the others do not all share."""
-    sets = [{v for v in ix.ents_with(c, {kind}) if ix.good_value(v)} for c in chunks]
+    sets = [set(ix.values(c, {kind})) for c in chunks]
     for i, own in enumerate(sets):
         others = [x for j, x in enumerate(sets) if j != i]
         if not own - set.intersection(*others):
@@ -194,7 +194,7 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
     if found is None:
         raise NoSubgraph(fail.reason(cell, params.max_tries))
     (group, kind, chosen, chunks, roles, own), tries = found
-    values = {ix.ent_keys[e]: [ix.ent_name[v] for v in ix.ents_with(c, {kind}) if ix.good_value(v)]
+    values = {ix.ent_keys[e]: [ix.ent_name[v] for v in ix.values(c, {kind})]
               for e, c in zip(chosen, own)}
     figures = {
         "selector": "comparison",
