@@ -19,7 +19,8 @@ others. Rules, in order:
 * related: a hidden answer whose name shares its words with a name the question may use, or
   a chain's start that shares its words with a hidden bridge (by stem or by lemma).
 * kind: an answer whose name says it is another kind of thing than its label (an award
-  tagged as a work, or its stem, 'Nobel': ``SelectionIndex.other_kind``).
+  tagged as a work, or its stem, 'Nobel'; a polity tagged as an organisation, 'the Emirate
+  of Granada': ``SelectionIndex.other_kind``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
 * unattested: a `work` answer the text never calls a work (``SelectionIndex.attested``:

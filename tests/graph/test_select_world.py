@@ -562,3 +562,19 @@ def test_a_census_year_is_no_event_to_compute_with(store):
             continue
         offered += [o["value"] for o in sub.figures["operands"] if o["chunk_id"] == "dunmere_0"]
     assert offered and "2021" not in offered
+
+
+def test_a_polity_tagged_as_an_organisation_is_no_organisation_answer(store):
+    """spaCy tags states and dynasties as ORG: 'the Emirate of Tessaly' is no organisation, while
+    'the Tessaly State Council' (whose head is 'Council') and the Harbour Trust are."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("emirate", "Tessaly emirs",
+              "The Emirate of Tessaly ruled the lake shore until 1790; the Tessaly State Council met at Dunmere.",
+              [("The Emirate of Tessaly", "organization"), ("1790", "date"), ("the Tessaly State Council", "organization"),
+               ("Dunmere", "location")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    orgs = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"organization"}), SMALL)}
+    assert "the emirate of tessaly" not in orgs
+    assert {"the tessaly state council", "harbour trust"} <= orgs
