@@ -27,9 +27,9 @@ with the one-word-name screen, drafted by eight writers from the worksheets and 
 against the default searchers; its writers found no honest question for 20 English and 16
 Russian subgraphs, so it misses 60% in both languages (17 and 20 of 40 with BM25). Draw 8
 (LANG-draw8.jsonl, seed 59) was drawn with the work-attestation and label-doubt screens and
-revised once (English 11 of 11 refused drafts, Russian 22 of 22) and, for three English ones,
-twice: its writers found no honest question for 23 English and 14 Russian subgraphs (9 and 11
-first drafts of 40 accepted with BM25, 15 and 19 within the revisions).
+revised twice against the default searchers (every refused draft, or given up): its writers
+found no honest question for 23 English and 14 Russian subgraphs (9 and 11 first drafts of 40
+accepted with BM25, 15 and 22 within the revisions).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ WITHIN_2 = 0.6  # the issue's goal, over all candidates
 FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is not met
 # later draws, judged with BM25: (accepted at the first draft, within two revisions) of 40, measured
 LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25),
-         ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20), ("draw8", "en"): (9, 15), ("draw8", "ru"): (11, 19)}
+         ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20), ("draw8", "en"): (9, 15), ("draw8", "ru"): (11, 22)}
 MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
              "ru": {"chain", "intersection", "temporal", "calculation"}}
 
