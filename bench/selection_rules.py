@@ -23,8 +23,9 @@ others. Rules, in order:
   of Granada': ``SelectionIndex.other_kind``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
-* unattested: a `work` answer the text never calls a work (``SelectionIndex.attested``:
-  'Nobel' of 'Nobel laureate', the Alchon Huns, an epithet in quotes).
+* unattested: a `work` or `organization` answer the text never calls one
+  (``SelectionIndex.attested``: 'Nobel' of 'Nobel laureate', the Alchon Huns, an epithet in
+  quotes; 'Mellon', 'the Left Bank of the Seine' as organisations).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a

@@ -141,7 +141,8 @@ def test_near_duplicate_questions_are_rejected(world_store):
 def test_selection_failure_is_a_recorded_rejection(world_store, tmp_path):
     store, index, taxonomy = world_store
     s = world_settings()
-    s.compose.bridge_max_df = 2  # no bridge qualifies on this corpus: every selection fails
+    # no entity of this small corpus is in 40 documents: no bridge qualifies, every selection fails
+    s.compose.bridge_min_df, s.compose.bridge_max_df = 40, 50
     s.compose.select_tries = 3
     summary = run_generation(store, index, World().llm(), s, n=1, lang="en", run_id="sel", seed=1,
                              max_attempts=2, taxonomy=taxonomy)

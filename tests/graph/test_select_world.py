@@ -578,3 +578,22 @@ def test_a_polity_tagged_as_an_organisation_is_no_organisation_answer(store):
     orgs = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"organization"}), SMALL)}
     assert "the emirate of tessaly" not in orgs
     assert {"the tessaly state council", "harbour trust"} <= orgs
+
+
+def test_an_organisation_the_text_never_calls_one_is_no_organisation_answer(store):
+    """spaCy tags regions, peoples and surnames as ORG ('Swabia', 'Mellon'): an `organization`
+    answer needs a word for one near a mention ('founded Marl Brothers') or a name that is one
+    ('the Tessaly Ferry Company')."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("uplands", "Orrin Uplands",
+              "Walkers cross the Orrin Uplands each spring along the old drovers' path, high above the quiet "
+              "western shore of the lake. Tobin Marl founded Marl Brothers at Dunmere in 1871, and "
+              "the Tessaly Ferry Company still sails the lake.",
+              [("the Orrin Uplands", "organization"), ("Tobin Marl", "person"), ("Marl Brothers", "organization"),
+               ("Dunmere", "location"), ("1871", "date"), ("the Tessaly Ferry Company", "organization")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    orgs = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"organization"}), SMALL)}
+    assert "the orrin uplands" not in orgs
+    assert {"marl brothers", "the tessaly ferry company", "harbour trust"} <= orgs

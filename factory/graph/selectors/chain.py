@@ -64,7 +64,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     (nationalities, languages, products: guessable or unverifiable), whole names
     (``nameworthy``) that do not say they are another kind of thing (an award tagged as a
     work, or its stem, 'Nobel': ``SelectionIndex.other_kind``), whose kind NER does not split (``label_in_doubt``) and the
-    text bears out (``attested``: a `work` the text calls one), values
+    text bears out (``attested``: a `work` or an `organization` the text calls one), values
     only with digits. In a corpus of articles an entity with an
     article of its own is one a model has read about, so it is no answer unless
     ``with_articles`` (a comparison's candidates need their own articles for their values)."""
