@@ -28,7 +28,12 @@ from factory.store import Store
 from reliability_kit import RepairingLLM
 
 SHARE = 0.06  # of each of five faults: 30% of requests
-FAULTS = Faults(timeout=SHARE, http_500=SHARE, http_429=SHARE, broken_body=SHARE, broken_answer=SHARE, hang_s=1.0)
+# The client's timeout leaves an honest answer room on a loaded machine: at 0.5 s, an answer
+# computed in the server thread while the run held the GIL once came back after the client gave
+# up, and a request the server logged as answered showed as a timeout. A hang outlasts it twice.
+CLIENT_TIMEOUT_S = 2.0
+FAULTS = Faults(timeout=SHARE, http_500=SHARE, http_429=SHARE, broken_body=SHARE, broken_answer=SHARE,
+                hang_s=2 * CLIENT_TIMEOUT_S)
 REPAIR_NOTE = (resources.files("factory.llm") / "prompts" / "repair.txt").read_text(encoding="utf-8").split("{error}")[0]
 RETRIES = 1  # the client's retries, and the backend's retries of a body that is not JSON
 TRANSPORT = {"timeout": "APITimeoutError", "http_500": "HTTP 500", "http_429": "HTTP 429",
@@ -123,7 +128,7 @@ def test_generate_completes_and_every_injected_fault_is_accounted_for(world_copy
     served_model = RepairingLLM(factory_fake())
     started = time.monotonic()
     with FakeOpenAIServer(answer=llm_answer(served_model), faults=FAULTS, seed=13, model="fake-factory") as server:
-        spec = f"openai:{server.url}#fake-factory?timeout=0.5&retries={RETRIES}"
+        spec = f"openai:{server.url}#fake-factory?timeout={CLIENT_TIMEOUT_S}&retries={RETRIES}"
         result = CliRunner().invoke(app, ["generate", "--store", str(store_path), "--index", str(index), "--llm", spec,
                                           "--n", "3", "--seed", "3", "--concurrency", "1", "--max-attempts", "12",
                                           "--json"])
