@@ -23,9 +23,12 @@ others. Rules, in order:
   of Granada': ``SelectionIndex.other_kind``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
-* unattested: a `work` or `organization` answer the text never calls one
-  (``SelectionIndex.attested``: 'Nobel' of 'Nobel laureate', the Alchon Huns, an epithet in
-  quotes; 'Mellon', 'the Left Bank of the Seine' as organisations).
+* unattested: a `work` or `organization` answer the text never calls one, or a `person` it
+  puts only among places and things (``SelectionIndex.attested``: 'Nobel' of 'Nobel laureate',
+  the Alchon Huns, an epithet in quotes; 'Mellon', 'the Left Bank of the Seine' as
+  organisations; 'Morne Diablotins', 'Canis Minor' as persons).
+* article: in a corpus of articles, an answer that is an article's subject, also where the
+  article's first sentence names it in full ('Ansel Easton Adams' of 'Ansel Adams').
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -90,6 +93,9 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         return "doubt"
     if answer is not None and not ix.attested(answer):
         return "unattested"
+    if (answer is not None and mechanic != "comparison" and ix.about_coverage() >= 0.2
+            and answer in ix.article_subjects()):
+        return "article"
     return None
 
 

@@ -597,3 +597,49 @@ def test_an_organisation_the_text_never_calls_one_is_no_organisation_answer(stor
     orgs = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"organization"}), SMALL)}
     assert "the orrin uplands" not in orgs
     assert {"marl brothers", "the tessaly ferry company", "harbour trust"} <= orgs
+
+
+def test_a_place_tagged_as_a_person_is_no_person_answer(store):
+    """spaCy tags two capitalised words as PERSON whatever they name ('Morne Diablotins'): a
+    `person` answer the text puts among places or things, and never among people, is none; a
+    person listed without any cue stays one."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("tabret", "Isle of Tabret",
+              "The Isle of Tabret lies west of Dunmere. The highest point of the island is Morne Caldre, at "
+              "1,200 m, and the offshore islands Nusa Orrin and Nusa Pell shelter its harbour. The guild's first "
+              "members were Ada Lusk, Berin Hale and Cora Fenn. Tobin Marl, who was born on the island, mapped it.",
+              [("Isle of Tabret", "location"), ("Dunmere", "location"), ("Morne Caldre", "person"),
+               ("Nusa Orrin", "person"), ("Nusa Pell", "person"), ("Ada Lusk", "person"), ("Berin Hale", "person"),
+               ("Cora Fenn", "person"), ("Tobin Marl", "person")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    persons = {ix.ent_keys[e] for e in answer_pool(ix, frozenset({"person"}), SMALL)}
+    assert not {"morne caldre", "nusa orrin", "nusa pell"} & persons
+    assert {"ada lusk", "berin hale", "cora fenn", "tobin marl", "edmund carrow"} <= persons
+
+
+def test_an_article_names_its_subject_in_full_before_its_verb(store):
+    """'Orla Maren Venn was a poet' in the article 'Orla Venn': the full name is the article's
+    subject (so no answer where article subjects are none); a name that lacks a word of the title
+    ('Venn diagram') is not."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("venn", "Orla Venn",
+              "Orla Maren Venn was a poet born in Dunmere. Her first book appeared in 1902.",
+              [("Orla Maren Venn", "person"), ("Dunmere", "location"), ("1902", "date")]),
+             ("diagram", "Venn diagram (logic)",
+              "A Venn diagram, drawn by Tobin Marl Venn in 1881, is a figure of overlapping circles.",
+              [("Tobin Marl Venn", "person"), ("1881", "date")]),
+             ("poets", "Poets of Dunmere",
+              "Dunmere's poets include Orla Maren Venn, who wrote of the harbour, and Tobin Marl Venn.",
+              [("Dunmere", "location"), ("Orla Maren Venn", "person"), ("Tobin Marl Venn", "person")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    orla, tobin = ix.key_index("orla maren venn"), ix.key_index("tobin marl venn")
+    chunk = ix.chunk_ids.index
+    assert ix.about(chunk("venn_0")) == orla and ix.about(chunk("poets_0")) == -1
+    assert ix.about(chunk("diagram_0")) == -1
+    plain = SMALL.model_copy(update={"article_answers": False})
+    persons = set(answer_pool(ix, frozenset({"person"}), plain))
+    assert orla not in persons and tobin in persons
