@@ -153,11 +153,12 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     validation = ctx.validation.for_item(book.id, drafted.subgraph)
     validation.llm = book.llm
     validation.duplicate_of = ctx.duplicates(job)
-    def redraft(avoid: set[frozenset[str]]) -> Drafted:
+    def redraft(avoid: set[frozenset[str]], known: set[str]) -> Drafted:
         n = book.reselections + 1
         again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
                                rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid,
+                               avoid_answers=known,
                                chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
         if again.draft is not None:
             book.drafted = again

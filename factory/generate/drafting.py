@@ -52,11 +52,13 @@ def draft_for_cell(
     candidate_id: str,
     rng: random.Random,
     avoid: set[frozenset[str]] | None = None,
+    avoid_answers: set[str] | None = None,
     attempt: int = 0,
     chunks: Any = None,
     vocabulary: Any = None,
 ) -> Drafted:
-    """Select a subgraph for ``cell`` (none of the ``avoid`` support sets), state its facts, compose.
+    """Select a subgraph for ``cell`` (none of the ``avoid`` support sets, no answer of
+    ``avoid_answers``), state its facts, compose.
 
     ``chunks`` (a ``ChunkSource``, e.g. the run's validation context's) gives the passages'
     texts; without it they are read from ``store``. ``vocabulary`` (the fixed BM25 index)
@@ -64,7 +66,7 @@ def draft_for_cell(
     out = Drafted(cell=cell)
     try:
         out.subgraph = select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
-                                       params=selector_params(settings))
+                                       avoid_answers=avoid_answers, params=selector_params(settings))
     except NoSubgraph as exc:
         out.stopped, out.reason, out.structural = "select", exc.reason, exc.structural
         return out

@@ -116,16 +116,21 @@ def revise_draft(history: list[Judged], drafted: Drafted, llm: Any, settings: An
 
 
 def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, settings: Any, llm: Any,
-          lang: str, log: DraftLog, redraft: Callable[[set[frozenset[str]]], Drafted] | None = None) -> Judgement:
+          lang: str, log: DraftLog,
+          redraft: Callable[[set[frozenset[str]], set[str]], Drafted] | None = None) -> Judgement:
     """Run the gauntlet on ``drafted.draft`` and act on each failure until it passes or is rejected.
 
     ``validation`` is the candidate's own context (its item id, subgraph and metered
-    LLM); every draft and verdict goes to ``log`` as it lands. ``redraft(avoid)`` selects
-    a new subgraph for the same cell (none of ``avoid``) and drafts it, for a reselection.
+    LLM); every draft and verdict goes to ``log`` as it lands. ``redraft(avoid, known)``
+    selects a new subgraph for the same cell (none of the support sets ``avoid``, no answer
+    of ``known``) and drafts it, for a reselection: a known answer stays known whatever
+    the passages, so every subgraph and answer reselected away from stays avoided.
     """
     judgement = Judgement()
     draft = drafted.draft
     assert draft is not None
+    tried: set[frozenset[str]] = set()
+    known: set[str] = set()
     while True:
         result = run_gauntlet(draft, validation, validators,
                               on_verdict=lambda step, v, d=draft: log.record_verdict(d, step, v))
@@ -136,7 +141,10 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
                          reselections=log.reselections, limits=settings.generate,
                          min_support=validation.min_support(draft.cell.mechanic))
         if step.action == "reselect" and redraft is not None:
-            again = redraft({frozenset(draft.support_chunk_ids)})
+            tried.add(frozenset(draft.support_chunk_ids))
+            if drafted.subgraph is not None and drafted.subgraph.answer_entity:
+                known.add(drafted.subgraph.answer_entity)
+            again = redraft(set(tried), set(known))
             log.reselections += 1
             if again.draft is None:  # no other subgraph, or its fact sheet failed: the failure stands
                 return judgement

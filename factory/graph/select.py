@@ -43,6 +43,9 @@ def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None
         raise NoSubgraph(f"invalid selector params {mechanic_params}: {exc.errors()[0]['msg']}", structural=True) from exc
 
 
+# a reselection after a known answer draws this many more subgraphs before it gives up on the cell
+ANSWER_REDRAWS = 5
+
 def select_subgraph(
     store: Any,
     cell: Cell,
@@ -50,6 +53,7 @@ def select_subgraph(
     rng: random.Random,
     *,
     avoid_chunk_sets: set[frozenset[str]] | None = None,
+    avoid_answers: set[str] | None = None,
     taxonomy: Any = None,
     params: SelectorParams | None = None,
 ) -> Subgraph:
@@ -57,6 +61,8 @@ def select_subgraph(
 
     ``taxonomy`` defaults to the repository's; ``params`` gives the defaults that the
     mechanic's ``params`` in the taxonomy override (from settings ``compose.selector``).
+    ``avoid_answers`` are answer entity keys a model already knows without evidence: a
+    subgraph with one of them is drawn again, ``ANSWER_REDRAWS`` times at most.
     """
     start = time.perf_counter()
     index = store if isinstance(store, SelectionIndex) else SelectionIndex.load(store, lang)
@@ -70,10 +76,15 @@ def select_subgraph(
         raise NoSubgraph(f"{cell.key}: the store has no entity mentions in {lang!r} (run the annotation first)",
                          structural=True)
     labels = frozenset(spec.answer_type.labels)
-    subgraph = selector(index, cell, labels, selector_params(spec.mechanic.params, params), rng,
-                        avoid_chunk_sets or set())
-    subgraph.figures["select_ms"] = round((time.perf_counter() - start) * 1000, 3)
-    return subgraph
+    avoid = set(avoid_chunk_sets or ())
+    for _ in range(1 + ANSWER_REDRAWS):
+        subgraph = selector(index, cell, labels, selector_params(spec.mechanic.params, params), rng, avoid)
+        if subgraph.answer_entity is None or subgraph.answer_entity not in (avoid_answers or ()):
+            subgraph.figures["select_ms"] = round((time.perf_counter() - start) * 1000, 3)
+            return subgraph
+        avoid.add(frozenset(subgraph.chunk_ids))
+    raise NoSubgraph(f"{cell.key}: every subgraph drawn ({1 + ANSWER_REDRAWS}) has an answer a model already "
+                     f"knows without evidence ({', '.join(sorted(avoid_answers or ()))})")
 
 
 def unsupported_cells(store: Any, cells: list[Cell], lang: str, *, taxonomy: Any = None, seed: int = 0,

@@ -223,6 +223,24 @@ def test_avoid_chunk_sets(world):
     assert len(seen) >= 2
 
 
+def test_avoid_answers_a_model_already_knows(world):
+    """A reselection after a closed-book failure must not draw the same answer again: the loop
+    passes it in ``avoid_answers``; once every answer the cell can have is known, it says so."""
+    cell = Cell(mechanic="chain", form="direct", answer_type="date")
+    known: set[str] = set()
+    for _ in range(12):
+        try:
+            sub = select_subgraph(world, cell, "en", random.Random(5), avoid_answers=known, params=SMALL, taxonomy=TAX)
+        except NoSubgraph as exc:
+            assert "already knows" in exc.reason
+            break
+        assert sub.answer_entity not in known
+        known.add(sub.answer_entity)
+    else:
+        raise AssertionError("the world's date answers never ran out")
+    assert len(known) >= 2
+
+
 def test_intersection(world):
     held = chunk_mentions(world)
     cell = Cell(mechanic="intersection", form="descriptive", answer_type="person")
