@@ -6,6 +6,7 @@
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise [--dense]
     python -m bench.reference_draw --lang en --fixture LANG-dense.jsonl --fork LANG.jsonl --worksheets -
     python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
+    python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --briefs 4 [--revision]
 
 STORE is an ingested store (with entities) of the shared corpus. The fixture gets one
 line per candidate in draw order, with no drafts yet; each worksheet shows a writer
@@ -13,6 +14,12 @@ what the composer sees for that candidate: the cell's guidance, the passages und
 labels the composer uses, and the contract (what may be named, what must be hidden,
 which passages each side reaches). Worksheets hold corpus text, so they stay outside
 the repository. An existing fixture is never overwritten (its drafts are the record).
+
+``--briefs N`` splits a worksheet folder among N writers and writes each one's brief
+(``brief-K.md``, from ``bench/reference_briefs/``): what to read, the honesty rules (write
+from the worksheet alone, never test a draft against the checks, record a subgraph with no
+honest question as such), the JSON line format ``--attach`` reads, and its worksheets.
+The same brief for every draw keeps the writers, the measuring instrument, alike.
 """
 
 from __future__ import annotations
@@ -52,6 +59,36 @@ def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, vocabulary=
         "## What the question may name and what it must hide\n"
         + roles_block(sub, candidate.lang, searchable_words(sub, texts, candidate.lang, vocabulary)),
     ]) + "\n"
+
+
+BRIEFS = Path(__file__).parent / "reference_briefs"
+LANGUAGES = {"en": "English", "ru": "Russian: Russian questions, answers and notes"}
+
+
+def write_briefs(worksheets: Path, lang: str, writers: int, *, revision: bool = False) -> list[Path]:
+    """Split the worksheets with a subgraph among ``writers`` briefs (in file order, as even as
+    can be) and write ``brief-K.md`` beside them; writer K's JSON lines go to ``drafts-K.jsonl``."""
+    from factory.prompts import COMPOSER
+
+    sheets = [p for p in sorted(worksheets.glob(f"{lang}-*.md"))
+              if not p.read_text(encoding="utf-8").split("\n\n", 1)[-1].startswith("No subgraph")]
+    if not sheets:
+        raise SystemExit(f"{worksheets}: no {lang} worksheet with a subgraph")
+    template = (BRIEFS / ("revise.md" if revision else "first.md")).read_text(encoding="utf-8")
+    writers = max(1, min(writers, len(sheets)))
+    out = []
+    for k in range(writers):
+        mine = sheets[k * len(sheets) // writers:(k + 1) * len(sheets) // writers]
+        fill = {"compose": str(COMPOSER.path(lang, "compose_system")), "revise": str(COMPOSER.path(lang, "revise_system")),
+                "outfile": str(worksheets / f"drafts-{k}.jsonl"), "worksheets": " ".join(str(p) for p in mine),
+                "lang": lang, "language": LANGUAGES[lang]}
+        text = template
+        for key, value in fill.items():  # not str.format: the brief's JSON examples hold braces
+            text = text.replace("{" + key + "}", value)
+        path = worksheets / f"brief-{k}.md"
+        path.write_text(text, encoding="utf-8")
+        out.append(path)
+    return out
 
 
 def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: bool = False) -> int:
@@ -99,12 +136,18 @@ def main() -> None:
                         "(no revisions, no verdicts): the same first drafts, revised under other searchers")
     parser.add_argument("--first", action="store_true", help="with --attach: the rows are first drafts (or "
                         "no_honest_question records)")
+    parser.add_argument("--briefs", type=int, help="split the worksheets among this many writers: write their briefs")
+    parser.add_argument("--revision", action="store_true", help="with --briefs: the worksheets are revision worksheets")
     parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--fixture", required=True, type=Path)
     parser.add_argument("--worksheets", required=True, type=Path)
     args = parser.parse_args()
+    if args.briefs:
+        for path in write_briefs(args.worksheets, args.lang, args.briefs, revision=args.revision):
+            print(path)
+        return
     if args.fork:
         from factory.reference.records import read_reference
 
