@@ -46,6 +46,7 @@ def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None
 # a reselection after a known answer draws this many more subgraphs before it gives up on the cell
 ANSWER_REDRAWS = 5
 
+
 def select_subgraph(
     store: Any,
     cell: Cell,
