@@ -73,7 +73,7 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         if answer is not None and not all(_rival_in(ix, c, answer) for c in chunks):
             return "rival"
     elif mechanic == "comparison":
-        if ix.about_coverage() < 0.2:
+        if not ix.of_articles():
             return "comparison"
         kinds = {ix.category(key(k)) for k in sub["bridge_entities"]}
         if len(kinds) > 1 or None in kinds:
@@ -93,8 +93,7 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         return "doubt"
     if answer is not None and not ix.attested(answer):
         return "unattested"
-    if (answer is not None and mechanic != "comparison" and ix.about_coverage() >= 0.2
-            and answer in ix.article_subjects()):
+    if answer is not None and mechanic != "comparison" and ix.of_articles() and answer in ix.article_subjects():
         return "article"
     return None
 

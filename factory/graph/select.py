@@ -43,7 +43,7 @@ def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None
         raise NoSubgraph(f"invalid selector params {mechanic_params}: {exc.errors()[0]['msg']}", structural=True) from exc
 
 
-# a reselection after a known answer draws this many more subgraphs before it gives up on the cell
+# a reselection after a known answer draws this many more subgraphs; then the candidate keeps its verdict
 ANSWER_REDRAWS = 5
 
 

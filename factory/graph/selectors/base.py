@@ -28,6 +28,9 @@ from factory.records import Cell, Subgraph
 VALUE_LABELS = frozenset({"date", "number"})
 NAMED_LABELS = frozenset({"person", "organization", "location", "work", "event"})
 HUB_FLOOR = 10
+# a corpus is one of articles (an encyclopedia) when at least this share of its chunks belong to an
+# article about one of their entities; news, whose titles are headlines, is not
+ARTICLE_COVERAGE = 0.2
 # an organisation a text cites ("сообщает Agence France-Presse", "according to the WHO") is
 # there as the report's source, not as what the text is about: it links nothing and answers
 # nothing there (which agency reported two events is attribution, not knowledge)
@@ -327,6 +330,10 @@ class SelectionIndex:
             memo[0] = sum(a >= 0 for a in self.chunk_about) / len(self.chunk_about) if self.chunk_about else 0.0
         return memo[0]
 
+    def of_articles(self) -> bool:
+        """Is the corpus one of articles about one entity each (``ARTICLE_COVERAGE``)?"""
+        return self.about_coverage() >= ARTICLE_COVERAGE
+
     def sense(self, chunk: int, e: int) -> str:
         """The label the entity carries in that chunk."""
         return self.off_labels.get((chunk, e), self.ent_label[e])
@@ -548,7 +555,7 @@ def _categories(store: Any, lang: str, chunk_pos: dict[str, int], chunk_about: l
     of each document's first chunk."""
     from factory.graph.category import category
 
-    if sum(a >= 0 for a in chunk_about) < 0.2 * len(chunk_about):
+    if sum(a >= 0 for a in chunk_about) < ARTICLE_COVERAGE * len(chunk_about):
         return {}
     rows = store.query("SELECT chunk_id, substr(text, 1, 400) AS opening FROM chunks WHERE lang = ? AND n = 0", [lang])
     out: dict[int, str] = {}
@@ -637,18 +644,19 @@ def _attested(store: Any, lang: str, ent_keys: list[str], ent_label: list[str],
     mention's surroundings or by their name); labels without cues are not checked."""
     found_cues = cues(lang)
     pos = {k: e for e, k in enumerate(ent_keys)}
+
+    def near(label: str, cue: str, epithet: str = _NOTHING) -> set[int]:
+        """Entities of ``label`` with a mention ``cue`` matches around (not right after ``epithet``)."""
+        return {pos[r["entity_key"]] for r in store.query(_ATTESTED_SQL, [lang, label, cue, epithet])
+                if r["entity_key"] in pos}
+
     out: dict[str, frozenset[int]] = {}
     for label, (cue, by_name) in found_cues.attest.items():
-        epithet = found_cues.epithet if label == "work" and found_cues.epithet else _NOTHING
-        rows = store.query(_ATTESTED_SQL, [lang, label, cue, epithet])
-        found = {pos[r["entity_key"]] for r in rows if r["entity_key"] in pos}
+        found = near(label, cue, found_cues.epithet if label == "work" and found_cues.epithet else _NOTHING)
         found.update(e for e, lab in enumerate(ent_label) if lab == label and by_name.search(ent_name[e].lower()))
         out[label] = frozenset(found)
     for label, (own_cue, other_cue) in found_cues.doubt.items():
-        def near(cue: str) -> set[int]:
-            return {pos[r["entity_key"]] for r in store.query(_ATTESTED_SQL, [lang, label, cue, _NOTHING])
-                    if r["entity_key"] in pos}
-        doubted = near(other_cue) - near(own_cue)
+        doubted = near(label, other_cue) - near(label, own_cue)
         out[label] = frozenset(e for e, lab in enumerate(ent_label) if lab == label and e not in doubted)
     return out
 

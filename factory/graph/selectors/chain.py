@@ -68,7 +68,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     only with digits. In a corpus of articles an entity with an
     article of its own is one a model has read about, so it is no answer unless
     ``with_articles`` (a comparison's candidates need their own articles for their values)."""
-    skip = ix.about_coverage() >= 0.2 and not (with_articles or params.article_answers)
+    skip = ix.of_articles() and not (with_articles or params.article_answers)
     famous = ix.article_subjects() if skip else frozenset()
 
     def build() -> list[int]:

@@ -114,7 +114,7 @@ def select_comparison(ix: SelectionIndex, cell: Cell, labels: frozenset[str], pa
         raise NoSubgraph(f"{cell.key}: no group entity occurs in 2..{ix.bridge_max_df(params)} documents",
                          structural=True)
     # each candidate's value must come from its own article, so that it describes the candidate
-    if ix.about_coverage() < 0.2:
+    if not ix.of_articles():
         raise NoSubgraph(f"{cell.key}: a comparison needs each candidate's own article (its values describe it, "
                          "its first sentence says what kind of thing it is); this corpus's documents are not "
                          "articles about one entity", structural=True)
