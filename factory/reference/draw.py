@@ -49,6 +49,55 @@ def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxo
     return out
 
 
+def declined(cand: ReferenceCandidate) -> bool:
+    """Did its writer decline the subgraph (no honest question) or give up on revising it? The
+    composer says so in the generation loop, which then reselects (``generate.judge``)."""
+    return cand.status == "no_honest_question" or gave_up(cand)
+
+
+def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang: str, settings: Any,
+                       taxonomy: Any = None) -> list[ReferenceCandidate]:
+    """The next subgraph for each candidate whose latest subgraph (``rounds``: the draw, then
+    each reselection round so far) was declined, drawn as the generation loop draws it after
+    its composer declines: the same cell, the candidate's own RNG for that reselection
+    (``select-N``, N the round), away from every support set tried in the draw and from every
+    answer the candidate declined. In index order; ``no_subgraph`` where none is left."""
+    from factory.generate.drafting import selector_params
+    from factory.graph.select import NoSubgraph, SelectionIndex, select_subgraph
+    from factory.records import Cell
+    from factory.taxonomy import candidate_rng, load_taxonomy
+
+    taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
+    selection = SelectionIndex.load(store, lang)
+    params = selector_params(settings)
+    used = {frozenset(c.subgraph.chunk_ids) for r in rounds for c in r if c.subgraph is not None}
+    latest: dict[int, ReferenceCandidate] = {}
+    known: dict[int, set[str]] = {}
+    for r in rounds:
+        for c in r:
+            latest[c.index] = c
+            if c.subgraph is not None and c.subgraph.answer_entity and declined(c):
+                known.setdefault(c.index, set()).add(c.subgraph.answer_entity)
+    n = len(rounds)  # the loop's first reselection draws with "select-1"
+    out: list[ReferenceCandidate] = []
+    for index in sorted(latest):
+        cand = latest[index]
+        if cand.subgraph is None or not declined(cand):
+            continue
+        rng = candidate_rng(cand.seed, index, f"select-{n}")
+        try:
+            subgraph = select_subgraph(selection, Cell.parse(cand.cell), lang, rng, taxonomy=taxonomy,
+                                       avoid_chunk_sets=set(used), avoid_answers=known.get(index, set()),
+                                       params=params)
+        except NoSubgraph as exc:
+            out.append(ReferenceCandidate(index=index, seed=cand.seed, lang=lang, cell=cand.cell, status="no_subgraph",
+                                          select_failure=exc.reason))
+            continue
+        used.add(frozenset(subgraph.chunk_ids))
+        out.append(ReferenceCandidate(index=index, seed=cand.seed, lang=lang, cell=cand.cell, subgraph=subgraph))
+    return out
+
+
 def attach_first_drafts(candidates: list[ReferenceCandidate], rows: Iterable[dict[str, Any]]) -> list[str]:
     """Put a writer's first drafts (passage labels P1..Pn, as on the worksheets) into the
     candidates; returns problems (unknown index, label or status), nothing is guessed."""
