@@ -195,7 +195,7 @@ def main() -> None:
         return
     if args.store is None:
         raise SystemExit("--store is needed to draw")
-    if args.fixture.exists():
+    if args.fixture.exists() and not args.reselect:
         raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
     from bench.acceptance import prepare
 
@@ -207,13 +207,16 @@ def main() -> None:
         from factory.reference.records import read_reference
 
         rounds = [read_reference(_fixture_path(name)) for name in args.reselect.split(",")]
-        candidates = reselect_reference(rounds, store, args.lang, settings, taxonomy)
+        # an existing round keeps its rows: only candidates declined since (a reviser gave up) are added
+        drawn = read_reference(args.fixture) if args.fixture.exists() else []
+        candidates = reselect_reference(rounds, store, args.lang, settings, taxonomy, drawn=drawn)
     else:
+        drawn = []
         candidates = draw_reference(store, args.lang, args.n, args.seed, settings, taxonomy)
     _, index, _ = prepare(args.lang, args.work)  # the fixed index the checks search
     vocabulary = index.searcher("bm25")
     args.fixture.parent.mkdir(parents=True, exist_ok=True)
-    write_reference(args.fixture, candidates)
+    write_reference(args.fixture, sorted([*drawn, *candidates], key=lambda c: c.index))
     args.worksheets.mkdir(parents=True, exist_ok=True)
     for c in candidates:
         (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, vocabulary),

@@ -56,12 +56,14 @@ def declined(cand: ReferenceCandidate) -> bool:
 
 
 def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang: str, settings: Any,
-                       taxonomy: Any = None) -> list[ReferenceCandidate]:
+                       taxonomy: Any = None, drawn: list[ReferenceCandidate] = ()) -> list[ReferenceCandidate]:
     """The next subgraph for each candidate whose latest subgraph (``rounds``: the draw, then
     each reselection round so far) was declined, drawn as the generation loop draws it after
     its composer declines: the same cell, the candidate's own RNG for that reselection
     (``select-N``, N the round), away from every support set tried in the draw and from every
-    answer the candidate declined. In index order; ``no_subgraph`` where none is left."""
+    answer the candidate declined. In index order; ``no_subgraph`` where none is left.
+    ``drawn``: this round's candidates drawn before (a revision's give-up declines a candidate
+    later than its first draft): kept out, their support sets avoided."""
     from factory.generate.drafting import selector_params
     from factory.graph.select import NoSubgraph, SelectionIndex, select_subgraph
     from factory.records import Cell
@@ -70,7 +72,8 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
     taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
     selection = SelectionIndex.load(store, lang)
     params = selector_params(settings)
-    used = {frozenset(c.subgraph.chunk_ids) for r in rounds for c in r if c.subgraph is not None}
+    used = {frozenset(c.subgraph.chunk_ids) for r in [*rounds, drawn] for c in r if c.subgraph is not None}
+    done = {c.index for c in drawn}
     latest: dict[int, ReferenceCandidate] = {}
     known: dict[int, set[str]] = {}
     for r in rounds:
@@ -82,7 +85,7 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
     out: list[ReferenceCandidate] = []
     for index in sorted(latest):
         cand = latest[index]
-        if cand.subgraph is None or not declined(cand):
+        if cand.subgraph is None or not declined(cand) or index in done:
             continue
         rng = candidate_rng(cand.seed, index, f"select-{n}")
         try:
