@@ -150,6 +150,8 @@ class Draft(Record):
     steps: list[ReasoningStep] = Field(default_factory=list, description="the planned path, passage by passage")
     raw: str = Field("", description="the model's raw output, kept when parsing failed")
     parse_error: str | None = None
+    declined: str = Field("", description="why the composer (or reviser) wrote no question: it found no honest "
+                          "one on these passages; only another subgraph can change that")
 
 
 class Verdict(Record):

@@ -121,8 +121,11 @@ class ValidateSettings(Section):
 class GenerateSettings(Section):
     max_revisions: int = Field(2, ge=0, description="reviser rounds per candidate after a failed gauntlet")
     max_prunes: int = Field(4, ge=0, description="decorative-chunk prunings per candidate")
-    max_reselections: int = Field(1, ge=0, description="new subgraphs for the same cell when only one can fix a "
-                                  "failure (an answer known without evidence: a rewrite cannot make it unknown)")
+    # 2: on reference draw 10 a second reselection after a decline still added accepted tasks (English 2,
+    # Russian 1 of 40, default searchers), and a decline costs a fact sheet and a draft, no validator
+    max_reselections: int = Field(2, ge=0, description="new subgraphs for the same cell when only one can fix a "
+                                  "failure (an answer known without evidence: a rewrite cannot make it unknown; a "
+                                  "composer that found no honest question on the passages and declined them)")
     attempts_per_task: int = Field(10, ge=1, description="default candidate budget: n x this")
     dedup_jaccard: float = Field(0.7, gt=0, le=1, description="MinHash Jaccard above which questions are near-duplicates")
     dedup_perm: int = Field(128, ge=16)

@@ -35,6 +35,7 @@ class Plan:
     revise: str = "clean"   # clean | leak
     reader_skips_first: bool = False  # the reader never needs the first support chunk (decorative)
     knows_first_answer: bool = False  # the closed-book guesser knows the answer of the first draft it saw composed
+    declines_first: bool = False  # the composer finds no honest question on the first subgraph it is given
     crash_after_calls: int | None = None  # raise Crash on this call (a killed process)
 
 
@@ -66,6 +67,7 @@ class World:
     answers: dict[str, list[tuple[str, frozenset[str]]]] = field(default_factory=dict)
     calls: int = 0
     first_answer: str | None = None  # the answer of the first draft composed (knows_first_answer)
+    declined: list[str] = field(default_factory=list)  # the answers of the subgraphs declined (declines_first)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def llm(self) -> FakeLLM:
@@ -110,6 +112,12 @@ class World:
         found = re.search(pattern, prompt)
         answer = found.group(1).strip() if found else "Nobody"
         revising = "<history>" in prompt
+        with self._lock:
+            decline = self.plan.declines_first and not revising and not self.declined
+            if decline:
+                self.declined.append(answer)
+        if decline:
+            return {"no_honest_question": "The two passages meet only by a coincidence of names; nothing links them."}
         mode = self.plan.revise if revising else self.plan.compose
         facts = re.findall(r"^\[(P\d+)\] ", prompt, re.MULTILINE)
         seed = prompt if mode != "same" else "same"

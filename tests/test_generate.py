@@ -125,6 +125,34 @@ def test_an_answer_known_without_evidence_reselects_a_subgraph_instead_of_revisi
     assert summary.accepted == 1
 
 
+def test_a_declined_subgraph_is_recorded_and_reselected(world_store):
+    """A composer that finds no honest question on its passages says so instead of forcing one:
+    the decline is a recorded verdict with its reason, and the loop draws another subgraph."""
+    store, _, _ = world_store
+    summary, world = _run(world_store, Plan(declines_first=True), n=1, max_attempts=1)
+    drafts = store.query("SELECT origin, question, declined, support_chunk_ids FROM drafts ORDER BY attempt")
+    assert [d["origin"] for d in drafts] == ["compose", "reselect"] and summary.revisions == 0
+    assert drafts[0]["question"] == "" and "coincidence" in drafts[0]["declined"] and not drafts[1]["declined"]
+    assert set(drafts[0]["support_chunk_ids"]) != set(drafts[1]["support_chunk_ids"])
+    verdict = store.query("SELECT validator, reason, feedback FROM verdicts ORDER BY attempt, step")[0]
+    assert (verdict["validator"], verdict["reason"]) == ("schema", "no_honest_question")
+    assert "coincidence" in verdict["feedback"]
+    assert summary.accepted == 1 and world.declined
+
+
+def test_a_decline_with_no_reselection_left_ends_the_candidate_with_its_reason(world_store):
+    store, _, _ = world_store
+    settings = world_settings()
+    settings.generate = settings.generate.model_copy(update={"max_reselections": 0})
+    index, taxonomy = world_store[1], world_store[2]
+    summary = run_generation(store, index, World(Plan(declines_first=True)).llm(), settings, n=1, lang="en",
+                             run_id="r1", seed=7, taxonomy=taxonomy, max_attempts=1)
+    assert summary.accepted == 0 and summary.rejected_by == {"schema": 1}
+    row = store.query("SELECT validator, reason, feedback, revisions FROM rejected_tasks")[0]
+    assert (row["validator"], row["reason"], row["revisions"]) == ("schema", "no_honest_question", 0)
+    assert "coincidence" in row["feedback"]
+
+
 def test_near_duplicate_questions_are_rejected(world_store):
     store, _, _ = world_store
     summary, _ = _run(world_store, Plan(compose="same", revise="clean"), n=2, max_attempts=3)

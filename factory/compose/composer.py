@@ -6,17 +6,18 @@ too), the fact sheet as a guide, the cell's guidance in its language, and the co
 (factory/contract.py): what it may name, what it must hide, which passages each side
 reaches, the values to use and the answer when the selector fixed one. It plans
 before it commits: the schema asks for the steps (passage, exact quote, finding), then
-the answer, and the question last. Support chunk ids come from the subgraph, not the
-model. Nothing here raises on a bad answer: a failed call, a cut-off answer or a parse
+the answer, and the question last; or it declines, saying why no honest question exists
+on the passages (``Decline``), and the loop draws another subgraph. Support chunk ids come
+from the subgraph, not the model. Nothing here raises on a bad answer: a failed call, a cut-off answer or a parse
 failure is a Draft with ``parse_error`` and ``raw`` set, for the loop to record.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints, ValidationError, create_model
 
 from factory.compose.facts import passages_block
 from factory.compose.llm_call import call_llm
@@ -33,14 +34,31 @@ FEEDBACK_CHARS = 2000  # a shortcut report lists passages and words; cutting it 
 # cannot loop until max_tokens: a runaway string is closed at the cap and the JSON
 # still parses (and then fails validation on its merits, not as a parse error).
 QUESTION_CHARS, ANSWER_CHARS, QUOTE_CHARS, FINDING_CHARS = 500, 100, 300, 240
+DECLINE_CHARS = 400
 MAX_ALIASES = 6
 CHARS_PER_TOKEN = 2.5  # a safe floor for English and Russian with common tokenizers
 Short = Annotated[str, StringConstraints(max_length=ANSWER_CHARS)]
 
 
+# The composer's answer when no honest question exists on the passages: the record keeps the
+# reason, and the loop answers it with another subgraph (a rewrite cannot fix it). Its
+# docstring is the description the model reads in the schema.
+class Decline(BaseModel):
+    """Instead of a draft: why no honest question can be written on these passages."""
+
+    model_config = ConfigDict(extra="forbid")
+    no_honest_question: str = Field(min_length=20, max_length=DECLINE_CHARS)
+
+
 @lru_cache(maxsize=16)
 def draft_model(n_passages: int) -> type[BaseModel]:
-    """The composer's output: every field required, in the order the model should think."""
+    """The composer's output: a draft (every field required, in the order the model should
+    think) or a ``Decline``."""
+    body = _draft_body(n_passages)
+    return type(f"DraftOut{n_passages}", (RootModel[Union[body, Decline]],), {"__module__": __name__})
+
+
+def _draft_body(n_passages: int) -> type[BaseModel]:
     step = create_model(
         f"DraftStep{n_passages}",
         __config__=ConfigDict(extra="forbid"),
@@ -49,7 +67,7 @@ def draft_model(n_passages: int) -> type[BaseModel]:
         finding=(str, Field(min_length=1, max_length=FINDING_CHARS)),
     )
     return create_model(
-        f"DraftOut{n_passages}",
+        f"Draft{n_passages}",
         __config__=ConfigDict(extra="forbid"),
         steps=(list[step], Field(min_length=1, max_length=n_passages + 2)),  # type: ignore[valid-type]
         answer=(str, Field(min_length=1, max_length=ANSWER_CHARS)),
@@ -169,6 +187,10 @@ def _to_draft(response: LLMResponse, sheet: FactSheet, lang: str, candidate_id: 
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         return Draft(**base, parse_error=f"{where}: {first['msg']}")
+    out = out.root  # type: ignore[attr-defined]
+    if isinstance(out, Decline):
+        base.update(raw="")
+        return Draft(**base, declined=out.no_honest_question.strip())
     answer = out.answer.strip()  # type: ignore[attr-defined]
     aliases = [a.strip() for a in out.answer_aliases if a.strip()]  # type: ignore[attr-defined]
     if subgraph.answer_entity:

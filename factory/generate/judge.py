@@ -7,7 +7,8 @@ gauntlet leads to. Its seams, each a small function:
   to ``generate.max_prunes``) unless that leaves the cell fewer passages than it needs:
   then the reviser is asked to make the question need it. A failure a rewrite can fix is
   revised (up to ``generate.max_revisions``). A failure only a new subgraph can fix (an
-  answer a model knows without evidence) reselects (up to ``generate.max_reselections``).
+  answer a model knows without evidence, or a composer that declined the passages: no honest
+  question on them) reselects (up to ``generate.max_reselections``).
   Anything else is rejected, with its verdict as the reason.
 * ``revise_draft(history, ...)``: the reviser sees every draft judged so far with its
   verdicts, oldest first.
@@ -31,8 +32,9 @@ from factory.validate.gauntlet import GauntletResult, run_gauntlet
 # verdict reasons that a rewrite cannot fix: reject at once instead of spending a revision
 # (a truncated answer needs a larger budget or thinking switched off: the user's settings)
 UNREVISABLE = {"llm_error", "validator_error", "agent_error", "parse_error", "truncated"}
-# verdict reasons only another subgraph can fix: the answer is fixed by the selection
-RESELECT = {"closed_book_solved"}
+# verdict reasons only another subgraph can fix: the answer is fixed by the selection, or the
+# composer found no honest question on the passages (it declined: schema's no_honest_question)
+RESELECT = {"closed_book_solved", "no_honest_question"}
 # the early duplicate check's reasons: rejected at once, as the driver rejects a duplicate when it settles
 DUPLICATE = {"near_duplicate_question", "same_support"}
 

@@ -281,16 +281,16 @@ class FactoryFake:
 def fit(value: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """Cut strings and lists to the schema's maxLength and maxItems, as a constrained decoder would."""
     root = root or schema
-    while "$ref" in schema:
-        node: Any = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            node = node[part]
-        schema = node
+    schema = _resolve(schema, root)
     for combo in ("anyOf", "allOf", "oneOf"):
-        for option in schema.get(combo, []):
-            if option.get("type") not in (None, "null"):
-                schema = option
-                break
+        options = [_resolve(o, root) for o in schema.get(combo, [])]
+        # the option the value is written in: an object's by its keys ('no_honest_question' or a
+        # draft's), else the first that is not null
+        fitting = [o for o in options if isinstance(value, dict) and set(value) <= set(o.get("properties", {}))]
+        chosen = fitting or [o for o in options if o.get("type") not in (None, "null")]
+        if chosen:
+            schema = chosen[0]
+            break
     if isinstance(value, str) and "maxLength" in schema:
         return value[: int(schema["maxLength"])]
     if isinstance(value, list):
@@ -300,6 +300,15 @@ def fit(value: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) 
         props = schema.get("properties", {})
         return {k: fit(v, props.get(k, {}), root) for k, v in value.items()}
     return value
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
 
 
 def factory_fake(*, delay_s: float = 0.0, model: str = "fake-factory") -> FakeLLM:

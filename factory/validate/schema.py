@@ -40,6 +40,10 @@ class SchemaValidator:
             return fail("truncated", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
         if draft.parse_error:
             return fail("parse_error", say={"error": draft.parse_error[:200]}, parse_error=draft.parse_error)
+        if draft.declined:  # the composer found no honest question: only another subgraph can change that
+            if _echoed(draft, lang):
+                return fail("prompt_echo", say={"fields": "no_honest_question"}, echoed=["no_honest_question"])
+            return fail("no_honest_question", say={"reason": draft.declined[:400]})
         if not draft.question.strip():
             return fail("empty_question")
         if not draft.answer.strip():
@@ -89,7 +93,8 @@ def _echoed(draft: Draft, lang: str) -> list[str]:
     """Fields whose value is one of the prompt's example values (copied, not written)."""
     examples = COMPOSER.json_examples(lang) | COMPOSER.json_examples("en")
     fields = {"question": [draft.question], "answer": [draft.answer], "answer_aliases": list(draft.answer_aliases),
-              "steps": [v for step in draft.steps for v in (step.quote, step.finding)]}
+              "steps": [v for step in draft.steps for v in (step.quote, step.finding)],
+              "no_honest_question": [draft.declined]}
     return [name for name, values in fields.items() if any(v.strip().casefold() in examples for v in values)]
 
 

@@ -91,6 +91,7 @@ def test_compose_english_draft():
     # the passages themselves, so the steps can quote them
     assert '<passage id="P1">\nEdmund Carrow, born in Dunmere' in user
     schema = llm.requests[0].output_schema
+    schema = schema["$defs"][schema["anyOf"][0]["$ref"].rsplit("/", 1)[-1]]  # the draft (the other: a decline)
     assert schema["properties"]["answer_passage"]["enum"] == ["P1", "P2"]
     # plan first, question last; nothing optional
     assert list(schema["properties"]) == ["steps", "answer", "answer_aliases", "answer_passage", "question"]
@@ -228,7 +229,9 @@ def test_schema_caps_lengths_so_a_looping_model_stays_parseable():
     draft_schema = None
     llm = FakeLLM(default=REPLY)
     compose(sheet, TAX.spec(sheet.subgraph.cell), llm, "en", "c")
-    draft_schema = llm.requests[0].output_schema
+    schema = llm.requests[0].output_schema
+    draft_schema = schema["$defs"][schema["anyOf"][0]["$ref"].rsplit("/", 1)[-1]]
+    assert schema["$defs"]["Decline"]["properties"]["no_honest_question"]["maxLength"] == 400
     assert draft_schema["properties"]["question"]["maxLength"] == 500
     assert draft_schema["properties"]["answer"]["maxLength"] == 100
     looping = dict(REPLY, question="What is the answer to the question " * 40)
@@ -285,3 +288,30 @@ def test_when_every_passage_may_be_named_the_composer_is_told_not_to_name_every_
     assert "name at most one clue outright" in roles_block(sub, "en")
     assert "name at most one clue outright" not in roles_block(sheet_en().subgraph, "en")
     assert "прямо назовите не больше одной приметы" in roles_block(sub, "ru")
+
+
+def test_a_composer_that_finds_no_honest_question_declines_and_the_schema_check_records_why():
+    """Instead of forcing a question on passages that allow none, the composer declines with its
+    reason: a draft with no question, which the schema check refuses as ``no_honest_question``
+    (the loop then reselects: tests/test_generate.py)."""
+    from factory.validate.base import DictChunks, ValidationContext
+    from factory.validate.schema import SchemaValidator
+    from factory.settings import ValidateSettings
+
+    reason = "P1 and P2 share only the year 1911; each passage alone gives it, so nothing links them."
+    llm = FakeLLM(script=[{"no_honest_question": reason}])
+    draft = compose(sheet_en(), TAX.spec(sheet_en().subgraph.cell), llm, "en", "cand-3")
+    assert draft.declined == reason and draft.question == "" and draft.parse_error is None
+    assert draft.support_chunk_ids == ["carrow_0", "ironworks_0"]
+    # a draft or a decline: the schema offers both, the draft first
+    schema = llm.requests[0].output_schema
+    options = [o["$ref"].rsplit("/", 1)[-1] for o in schema["anyOf"]]
+    assert options == ["Draft2", "Decline"]
+    assert schema["$defs"]["Decline"]["required"] == ["no_honest_question"]
+    ctx = ValidationContext(settings=ValidateSettings(), chunks=DictChunks({}), searchers={}, llm=None)
+    verdict = SchemaValidator().check(draft, ctx)
+    assert not verdict.ok and verdict.reason == "no_honest_question" and "1911" in verdict.feedback
+    # a reason too short to say anything is no decline but a parse failure, for the loop to record
+    short = compose(sheet_en(), TAX.spec(sheet_en().subgraph.cell), FakeLLM(script=[{"no_honest_question": "no"}]),
+                    "en", "cand-4")
+    assert short.parse_error and not short.declined
