@@ -264,3 +264,26 @@ def number_key(text: str, lang: str, lemmatise: Callable[[list[str], str], list[
         value_text = value_text.rstrip("0").rstrip(".")
     lemmas = lemmatise(units, lang) if units else []
     return " ".join([value_text, *(_UNIT_ALIASES.get(u, u) for u in lemmas)])
+
+
+# Cardinal words a passage writes instead of digits ("four people", «четырёх человек»), by lemma.
+# "one"/«один» are left out: far more often an article or a pronoun ("one of the...") than a count.
+NUMBER_WORDS = {
+    "en": {w: float(i) for i, w in enumerate(
+        "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()) if w != "_"}
+    | {"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0, "ninety": 90.0,
+       "hundred": 100.0, "dozen": 12.0},
+    "ru": {w: float(i) for i, w in enumerate(
+        "ноль _ два три четыре пять шесть семь восемь девять десять одиннадцать двенадцать тринадцать "
+        "четырнадцать пятнадцать шестнадцать семнадцать восемнадцать девятнадцать двадцать".split()) if w != "_"}
+    | {"двое": 2.0, "трое": 3.0, "четверо": 4.0, "пятеро": 5.0, "шестеро": 6.0, "семеро": 7.0, "тридцать": 30.0,
+       "сорок": 40.0, "пятьдесят": 50.0, "шестьдесят": 60.0, "семьдесят": 70.0, "восемьдесят": 80.0,
+       "девяносто": 90.0, "сто": 100.0, "дюжина": 12.0},
+}
+
+
+def number_word(lemma: str, lang: str) -> float | None:
+    """The value of a cardinal written as a word (by its lemma), or None."""
+    return NUMBER_WORDS.get(lang, {}).get(lemma)
+

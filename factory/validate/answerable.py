@@ -6,7 +6,7 @@ passage (case, spacing, quote marks and dashes aside). Every support passage mus
 cited; where the contract has seed passages (factory/contract.py), the path starts at
 one; and the answer must be reached: written in a quote, or in the answer passage (its
 text or title) that a step cites, or, for a computed number, obtained from two quoted
-numbers by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней")
+numbers (in digits or in words) by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней")
 counted between two quoted calendar dates (for a calculation, one number or date from each
 of two steps). It runs for every composer: a draft a model cannot back with its passages
 fails here, cheaply, before any search or model call.
@@ -21,7 +21,7 @@ import unicodedata
 from typing import Iterator
 
 from factory.contract import seed_chunks
-from factory.nlp.quantities import calendar_dates
+from factory.nlp.quantities import calendar_dates, number_word
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
@@ -52,6 +52,7 @@ def _holds(span: str, answer: str, lang: str) -> bool:
 
 
 def _numbers(text: str, lang: str) -> list[float]:
+    """The numbers of ``text``: in digits, or a cardinal in words («четырёх», "twelve")."""
     out = []
     for token in tokenize(text, lang):
         if token.number is not None:
@@ -59,6 +60,8 @@ def _numbers(text: str, lang: str) -> list[float]:
                 out.append(float(token.number))
             except ValueError:
                 continue
+        elif (word := number_word(token.lemma, lang)) is not None:
+            out.append(word)
     return out
 
 

@@ -135,6 +135,17 @@ def test_a_computed_answer_comes_from_numbers_quoted_in_two_passages():
     assert not computed("6 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
 
 
+def test_a_number_a_passage_writes_in_words_is_a_quoted_number():
+    """Reference draw 10, ru-021 (reselected): 12 killed in one attack and «четырёх» in the other
+    make 16; the count was refused as not reached while only digits were read."""
+    assert computed("16", ["в результате которого погибли 12 человек", "убил четырёх сотрудников"], "ru")
+    assert computed("16 people", ["12 were killed", "four more died"], "en")
+    assert not computed("17", ["12 were killed", "four more died"], "en")
+    # "one" is an article or a pronoun far more often than a count: it is no operand
+    assert not computed("13", ["12 were killed", "one of the gunmen fled"], "en")
+    assert not computed("13", ["погибли 12 человек", "один из нападавших скрылся"], "ru")
+
+
 def test_a_duration_is_counted_between_two_quoted_dates():
     """A calculation asking "how many months / days" is answered by two dated quotes (reference
     draw 6, ru-000 and ru-038: the count was refused as not reached before dates were read)."""
