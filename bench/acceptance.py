@@ -72,6 +72,38 @@ def judge_reference(lang: str, store: Any, index: Any, settings: Any, name: str 
     return [judge_candidate(c, ctx, validators) for c in read_reference(fixture(lang, name))]
 
 
+def judge_with_reselections(lang: str, store: Any, index: Any, settings: Any, name: str,
+                            rounds: list[str]) -> list[Any]:
+    """The set judged as the generation loop runs it when its composer may decline: a candidate
+    whose writer found no honest question on its subgraph (or gave up revising it) is counted
+    by its reselection's outcome (``rounds``: the reselection fixtures, in order, from
+    ``bench.reference_draw --reselect``). A reselection the selector found nothing for leaves
+    the decline standing. The revisions are the candidate's, as in the loop: a reviser who
+    gave up spent one, and a reselection's draft is counted after every revision spent before
+    it (``accepted_at`` shifted by them), so ``within(2)`` keeps the loop's budget."""
+    from factory.reference.draw import declined, gave_up
+    from factory.reference.judge import judge_candidate, reference_context
+    from factory.reference.records import read_reference
+
+    ctx = reference_context(store, index, settings)
+    validators = model_free(settings)
+    latest = {c.index: c for c in read_reference(fixture(lang, name))}
+    final = {i: judge_candidate(c, ctx, validators) for i, c in latest.items()}
+    spent = dict.fromkeys(latest, 0)  # revisions the candidate spent on its earlier subgraphs
+    for round_name in rounds:
+        for cand in read_reference(fixture(lang, round_name)):
+            before = latest.get(cand.index)
+            if before is None or not declined(before) or cand.status == "no_subgraph":
+                continue
+            spent[cand.index] += len(before.drafts) if gave_up(before) else 0  # the give-up was a revision
+            latest[cand.index] = cand
+            judged = judge_candidate(cand, ctx, validators)
+            if judged.accepted_at is not None:
+                judged.accepted_at += spent[cand.index]
+            final[cand.index] = judged
+    return [final[i] for i in sorted(final)]
+
+
 def _refused(drafts: list[tuple[str, Any, Any]], ctx: Any, validators: list[Any]) -> tuple[Counter, Counter]:
     """(refused by validator, total) per kind."""
     from factory.validate.gauntlet import run_gauntlet
@@ -130,7 +162,8 @@ def _rates(by: Counter, total: Counter) -> dict[str, Any]:
             "by_validator": dict(sorted(by.items()))}
 
 
-def table(lang: str, judged: list[Any]) -> dict[str, Any]:
+def table(lang: str, judged: list[Any], title: str = "reference candidates (a subgraph without an honest question "
+          "counts as refused)") -> dict[str, Any]:
     rows: dict[str, Counter] = defaultdict(Counter)
     reasons: Counter[str] = Counter()
     for j in judged:
@@ -143,7 +176,7 @@ def table(lang: str, judged: list[Any]) -> dict[str, Any]:
             rows[key]["within_2"] += j.within(2)
         if j.accepted_at is None:
             reasons[j.reason] += 1
-    print(f"\n{lang}: reference candidates (a subgraph without an honest question counts as refused)")
+    print(f"\n{lang}: {title}")
     print(f"{'mechanic':14s} {'n':>3s} {'first':>7s} {'within 2':>9s}")
     for key in sorted(rows, key=lambda k: (k == "all", k)):
         r = rows[key]
@@ -163,6 +196,8 @@ def main() -> None:
     parser.add_argument("--reference-only", action="store_true",
                         help="judge the reference drafts only (the adversarial sets take most of a --dense run)")
     parser.add_argument("--set", default="", help="another fixture set: LANG-SET.jsonl (e.g. draw1, the first draw)")
+    parser.add_argument("--reselect", default="", help="reselection rounds of the set (e.g. draw10-reselect1): also "
+                        "the table the loop gives when a declined subgraph is followed by its reselection")
     args = parser.parse_args()
     if not CORPORA.exists():
         raise SystemExit(f"{CORPORA}: the shared corpora are needed")
@@ -178,6 +213,10 @@ def main() -> None:
         summary["reference"][lang] = {k: ref[k] for k in ("first", "within_2", "n")}
         summary["validators_run"] = [v.name for v in model_free(settings)]
         details[lang] = {"reference": ref}
+        if args.reselect:
+            again = judge_with_reselections(lang, store, index, settings, args.set, args.reselect.split(","))
+            details[lang]["with_reselection"] = table(
+                lang, again, f"the same candidates, a declined subgraph followed by its reselection ({args.reselect})")
         if args.reference_only:
             continue
         sh = single_hop(lang, store, index, settings)
@@ -186,7 +225,7 @@ def main() -> None:
         summary["leaky_multihop_refused"][lang] = adv["leaky"]["share"]
         planted["n"] += adv["planted"]["n"]
         planted["refused"] += adv["planted"]["refused"]
-        details[lang] = {"reference": ref, "single_hop": sh, **adv}
+        details[lang].update(single_hop=sh, **adv)
         print(f"{lang}: single-hop refused {sh['refused']}/{sh['n']} {sh['by_validator']}")
         print(f"{lang}: leaky multi-hop refused {adv['leaky']['refused']}/{adv['leaky']['n']} {adv['leaky']['by_validator']}")
         print(f"{lang}: planted defects caught {adv['planted']['refused']}/{adv['planted']['n']} "

@@ -121,8 +121,9 @@ class ValidateSettings(Section):
 class GenerateSettings(Section):
     max_revisions: int = Field(2, ge=0, description="reviser rounds per candidate after a failed gauntlet")
     max_prunes: int = Field(4, ge=0, description="decorative-chunk prunings per candidate")
-    # 2: on reference draw 10 a second reselection after a decline still added accepted tasks (English 2,
-    # Russian 1 of 40, default searchers), and a decline costs a fact sheet and a draft, no validator
+    # 2: on reference draw 10 the second reselection after a decline added as much as the first (accepted
+    # within two revisions, of 40, default searchers: English +5 then +2, Russian +3 then +3), and a
+    # decline costs a fact sheet and a draft, no validator call
     max_reselections: int = Field(2, ge=0, description="new subgraphs for the same cell when only one can fix a "
                                   "failure (an answer known without evidence: a rewrite cannot make it unknown; a "
                                   "composer that found no honest question on the passages and declined them)")

@@ -35,7 +35,10 @@ writers found no honest question for 20 subgraphs in each language (10 and 7 fir
 accepted with BM25, 17 and 17 within the revisions; four Russian candidates got their
 second revision a session later). Draw 10 (LANG-draw10.jsonl, seed 67) was drawn with every selection rule, the person
 rules included; its writers found no honest question for 29 English and 27 Russian subgraphs
-(8 and 6 first drafts accepted with BM25, 11 and 12 within the revisions).
+(8 and 6 first drafts accepted with BM25, 11 and 12 within the revisions). Its declined
+candidates were then followed as the loop follows a composer's decline: each got the
+subgraph the loop draws next for its cell, twice at most (LANG-draw10-reselectN.jsonl),
+written by new writers from the same briefs and revised the same way.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is
 LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25),
          ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20), ("draw8", "en"): (9, 15), ("draw8", "ru"): (11, 22),
          ("draw9", "en"): (10, 17), ("draw9", "ru"): (7, 17), ("draw10", "en"): (8, 11), ("draw10", "ru"): (6, 12)}
+# draw 10 when a declined subgraph is followed by its reselections (two rounds), judged with BM25:
+# (accepted at the first question written, within two revisions) of 40, measured
+RESELECTED = {"en": (12, 19), "ru": (12, 20)}
 MECHANICS = {"en": {"chain", "intersection", "temporal", "comparison", "calculation"},
              "ru": {"chain", "intersection", "temporal", "calculation"}}
 
@@ -112,3 +118,19 @@ def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> N
         (j.index, j.reason) for j in candidates if j.status == "drafted" and not j.within(2)]
     assert sum(j.first for j in candidates) >= first
     assert all(j.accepted_at is None or j.status == "drafted" for j in judged)
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_draw_10_with_the_loops_reselections_holds_what_was_measured(lang: str, prepared) -> None:
+    """A decline costs the candidate nothing but a new subgraph: counted by its reselections'
+    outcome, draw 10 keeps what was measured, and never fewer than without them."""
+    from bench.acceptance import judge_with_reselections
+
+    judged = judge_with_reselections(lang, *prepared(lang), "draw10", ["draw10-reselect1", "draw10-reselect2"])
+    candidates = [j for j in judged if j.status != "no_subgraph"]
+    first, within_2 = RESELECTED[lang]
+    assert len(candidates) == 40
+    assert sum(j.first for j in candidates) >= first
+    assert sum(j.within(2) for j in candidates) >= within_2, [
+        (j.index, j.reason) for j in candidates if j.status == "drafted" and not j.within(2)]
+    assert sum(j.within(2) for j in candidates) >= LATER[("draw10", lang)][1]
