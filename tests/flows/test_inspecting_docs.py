@@ -24,7 +24,9 @@ def _populate(store) -> None:
         {"draft_id": f"{c}/{a}", "candidate_id": c, "run_id": run, "attempt": a, "origin": "compose" if a == 0 else "revise",
          "question": f"q{a}", "answer": "Vellmoor", "support_chunk_ids": ["d_0", "e_0"]}
         for c in (cid, "run-docs/c00001") for a in (0, 1)
-    ])
+    ] + [{"draft_id": "run-docs/c00002/0", "candidate_id": "run-docs/c00002", "run_id": run, "attempt": 0,
+          "origin": "compose", "cell": "intersection/direct/date", "question": "", "answer": "",
+          "declined": "the two passages share only a coincidental year", "support_chunk_ids": ["f_0", "g_0"]}])
     store.append("verdicts", [
         {"draft_id": f"{c}/{a}", "candidate_id": c, "run_id": run, "attempt": a, "step": 1, "validator": "leakage",
          "ok": not (a == 0 or c == cid), "hard": True, "skipped": False, "reason": "answer_leaked",
@@ -53,7 +55,8 @@ def test_views_exist_and_examples_run(store) -> None:
         con.close()
     assert results[0] == [("leakage", "answer_leaked", 1)]
     assert results[3] and [r[0] for r in results[3]] == [0, 1]  # the rejected candidate's two drafts
-    assert results[4] == [("run-docs/c00001", 1, "leakage", "the question names 'Vellmoor'")]
+    assert [r[:2] for r in results[4]] == [("intersection/direct/date", "the two passages share only a coincidental year")]
+    assert results[5] == [("run-docs/c00001", 1, "leakage", "the question names 'Vellmoor'")]
     # the catalog a second terminal opens holds the same views
     store.refresh_catalog()
     ro = duckdb.connect(str(store.catalog_path), read_only=True)
