@@ -66,7 +66,7 @@ def compose_command(
                            run_id=f"compose-{uuid.uuid4().hex[:8]}")
     sampler = CellSampler(tax, settings.seed, lang)
     used: set[frozenset[str]] = set()
-    drafts = 0
+    drafts = declined = 0
     for i in range(n):
         chosen = fixed or sampler.draw(i)
         result = draft_for_cell(selection, the_store, tax, chosen, gateway, settings, lang=lang,
@@ -78,12 +78,14 @@ def compose_command(
             used.add(frozenset(result.subgraph.chunk_ids))
         if result.structural and not fixed:
             sampler.mark_unsupported(chosen, result.reason)
-        drafts += result.draft is not None and result.draft.parse_error is None
+        drafts += result.draft is not None and result.draft.parse_error is None and not result.draft.declined
+        declined += result.draft is not None and bool(result.draft.declined)
         if as_json:
             out.print_json(json.dumps(_as_dict(i, result), ensure_ascii=False))
         else:
             _show(i, result)
-    out.print(f"{drafts} of {n} candidates gave a parsed draft (no validation ran)", highlight=False)
+    out.print(f"{drafts} of {n} candidates gave a parsed draft, {declined} were declined as allowing no honest "
+              "question (no validation ran)", highlight=False)
 
 
 def _as_dict(index: int, result) -> dict:
@@ -119,6 +121,8 @@ def _show(index: int, result) -> None:
     if draft is not None:
         if draft.parse_error:
             lines.append(f"[red]parse error[/]: {_e(draft.parse_error)}; raw: {_e(repr(draft.raw[:300]))}")
+        elif draft.declined:
+            lines.append(f"[yellow]declined: no honest question[/]: {_e(draft.declined)}")
         else:
             lines.append(f"[bold green]Q[/] {_e(draft.question)}")
             lines.append(f"[bold green]A[/] {_e(draft.answer)}" + (f"  (aliases: {_e(', '.join(draft.answer_aliases))})"
