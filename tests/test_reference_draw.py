@@ -1,0 +1,57 @@
+"""The reference draw's reselection: what the generation loop draws after its composer declines.
+
+Over the English fixture corpus: the declined candidates (and only they) get a subgraph of
+the same cell, never a support set drawn before nor an answer they declined, the same one on
+every run; a round drawn before keeps its rows when a later decline is added to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from factory.reference.draw import draw_reference, reselect_reference
+from factory.settings import Settings
+from factory.store import Store
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "corpus_en.jsonl"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from factory.ingest import ingest
+
+    store = Store(tmp_path_factory.mktemp("reference-draw") / "store")
+    ingest(FIXTURE, store, "en", Settings())
+    return store
+
+
+def test_declined_candidates_are_reselected_as_the_loop_reselects(store) -> None:
+    settings = Settings()
+    draw = draw_reference(store, "en", 6, 7, settings)
+    drafted = [c for c in draw if c.subgraph is not None]
+    declined = drafted[:3]
+    for cand in declined:
+        cand.status = "no_honest_question"
+    first = reselect_reference([draw], store, "en", settings)
+    assert [c.index for c in first] == [c.index for c in declined]
+    assert sum(c.subgraph is not None for c in first) >= 2  # the checks below have subgraphs to look at
+    drawn_sets = {frozenset(c.subgraph.chunk_ids) for c in draw if c.subgraph is not None}
+    for old, new in zip(declined, first):
+        assert new.cell == old.cell and new.seed == old.seed
+        if new.subgraph is not None:
+            assert frozenset(new.subgraph.chunk_ids) not in drawn_sets
+            assert old.subgraph.answer_entity is None or new.subgraph.answer_entity != old.subgraph.answer_entity
+    again = reselect_reference([draw], store, "en", settings)
+    def picked(cands):  # what was drawn, without the selection's timing figure
+        return [(c.index, c.status, c.subgraph and (c.subgraph.chunk_ids, c.subgraph.answer_entity)) for c in cands]
+
+    assert picked(again) == picked(first)  # the candidate's own RNG: the same draw on every run
+
+    # a reviser gives up on a fourth candidate later: the round keeps its rows and adds that one
+    late = drafted[3]
+    late.writer_note = "gave up: the feedback asks for what the passages cannot give"
+    added = reselect_reference([draw], store, "en", settings, drawn=first)
+    assert [c.index for c in added] == [late.index]
+    taken = drawn_sets | {frozenset(c.subgraph.chunk_ids) for c in first if c.subgraph is not None}
+    assert added[0].subgraph is None or frozenset(added[0].subgraph.chunk_ids) not in taken
