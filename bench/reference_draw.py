@@ -7,7 +7,7 @@
     python -m bench.reference_draw --lang en --fixture LANG-dense.jsonl --fork LANG.jsonl --worksheets -
     python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --briefs 4 [--revision]
-    python -m bench.reference_draw --lang en --store STORE --reselect en-draw10.jsonl \
+    python -m bench.reference_draw --lang en --store STORE --reselect draw10 \
         --fixture tests/fixtures/reference_drafts/en-draw10-reselect1.jsonl --worksheets /tmp/ref-en-r1
 
 STORE is an ingested store (with entities) of the shared corpus. The fixture gets one
@@ -23,7 +23,7 @@ from the worksheet alone, never test a draft against the checks, record a subgra
 honest question as such), the JSON line format ``--attach`` reads, and its worksheets.
 The same brief for every draw keeps the writers, the measuring instrument, alike.
 
-``--reselect DRAW[,ROUND1,...]`` draws what the generation loop draws next for each candidate
+``--reselect DRAW[,ROUND1,...]`` (fixture sets, named as ``bench.acceptance --set`` names them) draws what the generation loop draws next for each candidate
 whose writer declined its subgraph or gave up revising it (the composer's decline, which makes
 the loop reselect): the same cell, the candidate's own reselection RNG, away from every support
 set of the draw and every answer declined. Its fixture holds those candidates under their draw
@@ -133,15 +133,6 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: 
     return written
 
 
-def _fixture_path(name: str) -> Path:
-    path = Path(name)
-    if path.exists():
-        return path
-    from bench.acceptance import FIXTURES
-
-    return FIXTURES / name
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True, choices=["en", "ru"])
@@ -156,9 +147,9 @@ def main() -> None:
                         "no_honest_question records)")
     parser.add_argument("--briefs", type=int, help="split the worksheets among this many writers: write their briefs")
     parser.add_argument("--revision", action="store_true", help="with --briefs: the worksheets are revision worksheets")
-    parser.add_argument("--reselect", help="comma-separated fixtures (the draw, then earlier reselection rounds, "
-                        "names under tests/fixtures/reference_drafts/ or paths): draw the loop's reselections of the "
-                        "candidates declined in the latest")
+    parser.add_argument("--reselect", help="comma-separated fixture sets (the draw, then earlier reselection rounds, "
+                        "as bench.acceptance --set names them: draw10,draw10-reselect1): draw the loop's reselections "
+                        "of the candidates declined in the latest")
     parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--seed", type=int, default=19)
@@ -206,7 +197,9 @@ def main() -> None:
         from factory.reference.draw import reselect_reference
         from factory.reference.records import read_reference
 
-        rounds = [read_reference(_fixture_path(name)) for name in args.reselect.split(",")]
+        from bench.acceptance import fixture
+
+        rounds = [read_reference(fixture(args.lang, name)) for name in args.reselect.split(",")]
         # an existing round keeps its rows: only candidates declined since (a reviser gave up) are added
         drawn = read_reference(args.fixture) if args.fixture.exists() else []
         candidates = reselect_reference(rounds, store, args.lang, settings, taxonomy, drawn=drawn)

@@ -31,13 +31,13 @@ def compose_command(
     config: Optional[Path] = typer.Option(None, "--config", help="factory.toml / .yaml"),
 ) -> None:
     """Compose N drafts and print them with their subgraph and fact sheet."""
-    from factory.generate.drafting import draft_for_cell
+    from factory.generate.drafting import draft_for_cell, selection_rng
     from factory.graph.select import SelectionIndex
     from factory.llm.registry import make_gateway, require_language
     from factory.records import Cell
     from factory.settings import load_settings
     from factory.store import Store
-    from factory.taxonomy import CellSampler, candidate_rng, load_taxonomy
+    from factory.taxonomy import CellSampler, load_taxonomy
 
     settings = load_settings(config, **{"llm.spec": llm, "lang": lang, "seed": seed,
                                         "compose.taxonomy_dir": str(taxonomy) if taxonomy else None})
@@ -71,7 +71,7 @@ def compose_command(
         chosen = fixed or sampler.draw(i)
         result = draft_for_cell(selection, the_store, tax, chosen, gateway, settings, lang=lang,
                                 candidate_id=f"compose-{settings.seed}-{i}",
-                                rng=candidate_rng(settings.seed, i, "select"), avoid=used, vocabulary=vocabulary)
+                                rng=selection_rng(settings.seed, i), avoid=used, vocabulary=vocabulary)
         if result.stopped == "facts" and result.raw:
             result.reason += f" | raw: {result.raw[:300]!r}"
         if result.subgraph is not None:

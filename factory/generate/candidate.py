@@ -21,13 +21,12 @@ import time
 from typing import Any
 
 from factory.generate.context import CandidateContext, ContextSpec, context_for
-from factory.generate.drafting import Drafted, draft_for_cell
+from factory.generate.drafting import Drafted, draft_for_cell, selection_rng
 from factory.generate.judge import Judgement, judge
 from factory.generate.metering import Metered
 from factory.generate.outcome import CandidateOutcome
 from factory.generate.scheduler import Job
 from factory.records import Cell, Draft, Task, Verdict
-from factory.taxonomy import candidate_rng
 from factory.validate.gauntlet import GauntletResult
 
 
@@ -140,7 +139,7 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     book.start()
     drafted = book.drafted = draft_for_cell(
         ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings, lang=ctx.lang,
-        candidate_id=book.id, rng=candidate_rng(ctx.seed, job.index, "select"), avoid=ctx.avoid(job),
+        candidate_id=book.id, rng=selection_rng(ctx.seed, job.index), avoid=ctx.avoid(job),
         chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
     if drafted.stopped == "select":
         # recorded as such: the driver marks the cell unsupported, now and when a run resumes
@@ -154,10 +153,10 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
     validation.llm = book.llm
     validation.duplicate_of = ctx.duplicates(job)
     def redraft(avoid: set[frozenset[str]], known: set[str]) -> Drafted:
-        n = book.reselections + 1
         again = draft_for_cell(ctx.selection, ctx.store, ctx.taxonomy, book.cell, book.llm, ctx.settings,
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
-                               rng=candidate_rng(ctx.seed, job.index, f"select-{n}"), avoid=ctx.avoid(job) | avoid,
+                               rng=selection_rng(ctx.seed, job.index, book.reselections + 1),
+                               avoid=ctx.avoid(job) | avoid,
                                avoid_answers=known,
                                chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
         if again.draft is not None:

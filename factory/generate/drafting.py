@@ -14,7 +14,7 @@ from factory.compose.composer import compose, searchable_words
 from factory.compose.facts import ComposeError, build_fact_sheet, load_chunk_texts
 from factory.graph.select import NoSubgraph, SelectorParams, select_subgraph
 from factory.records import Cell, Draft, FactSheet, Subgraph
-from factory.taxonomy import CellSpec, Taxonomy
+from factory.taxonomy import CellSpec, Taxonomy, candidate_rng
 
 
 @dataclass
@@ -38,6 +38,21 @@ def selector_params(settings: Any) -> SelectorParams:
     return SelectorParams(bridge_min_df=c.bridge_min_df, bridge_max_df=c.bridge_max_df,
                           bridge_max_share=c.bridge_max_share, answer_max_df=c.answer_max_df,
                           article_answers=c.article_answers, max_chunks=c.max_chunks, max_tries=c.select_tries)
+
+
+def selection_rng(seed: int, index: int, reselection: int = 0) -> random.Random:
+    """The RNG candidate ``index`` of a run selects its subgraph with: stream "select", then
+    "select-N" for its N-th reselection (after a decline or a known answer). The reference draws
+    (``factory.reference.draw``) use it too, so they draw exactly what a run draws."""
+    return candidate_rng(seed, index, "select" if reselection == 0 else f"select-{reselection}")
+
+
+def select_for(selection: Any, cell: Cell, lang: str, settings: Any, *, taxonomy: Taxonomy, rng: random.Random,
+               avoid: set[frozenset[str]] | None = None, avoid_answers: set[str] | None = None) -> Subgraph:
+    """A subgraph for ``cell`` with the run's selector settings, none of the ``avoid`` support
+    sets, no answer of ``avoid_answers``; raises ``NoSubgraph``."""
+    return select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
+                           avoid_answers=avoid_answers, params=selector_params(settings))
 
 
 def draft_for_cell(
@@ -65,8 +80,8 @@ def draft_for_cell(
     tells the composer the words that would find each hidden passage."""
     out = Drafted(cell=cell)
     try:
-        out.subgraph = select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
-                                       avoid_answers=avoid_answers, params=selector_params(settings))
+        out.subgraph = select_for(selection, cell, lang, settings, taxonomy=taxonomy, rng=rng, avoid=avoid,
+                                  avoid_answers=avoid_answers)
     except NoSubgraph as exc:
         out.stopped, out.reason, out.structural = "select", exc.reason, exc.structural
         return out

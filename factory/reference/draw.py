@@ -18,14 +18,13 @@ def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxo
     the run's cell sampler (nothing accepted yet) and each candidate's own selection RNG;
     a support set is never drawn twice. Selection failures are kept, in order, as
     ``no_subgraph`` candidates (they never reach a composer)."""
-    from factory.generate.drafting import selector_params
-    from factory.graph.select import NoSubgraph, SelectionIndex, select_subgraph
-    from factory.taxonomy import CellSampler, NoCellsLeft, candidate_rng, load_taxonomy
+    from factory.generate.drafting import select_for, selection_rng
+    from factory.graph.select import NoSubgraph, SelectionIndex
+    from factory.taxonomy import CellSampler, NoCellsLeft, load_taxonomy
 
     taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
     sampler = CellSampler(taxonomy, seed, lang)
     selection = SelectionIndex.load(store, lang)
-    params = selector_params(settings)
     used: set[frozenset[str]] = set()
     out: list[ReferenceCandidate] = []
     index = 0
@@ -35,8 +34,8 @@ def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxo
         except NoCellsLeft as exc:
             raise FactoryError(f"the sampler has no cells left after {index} draws: {exc}") from exc
         try:
-            subgraph = select_subgraph(selection, cell, lang, candidate_rng(seed, index, "select"),
-                                       taxonomy=taxonomy, avoid_chunk_sets=used, params=params)
+            subgraph = select_for(selection, cell, lang, settings, taxonomy=taxonomy, rng=selection_rng(seed, index),
+                                  avoid=used)
         except NoSubgraph as exc:
             if exc.structural:
                 sampler.mark_unsupported(cell, exc.reason)
@@ -64,14 +63,13 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
     answer the candidate declined. In index order; ``no_subgraph`` where none is left.
     ``drawn``: this round's candidates drawn before (a revision's give-up declines a candidate
     later than its first draft): kept out, their support sets avoided."""
-    from factory.generate.drafting import selector_params
-    from factory.graph.select import NoSubgraph, SelectionIndex, select_subgraph
+    from factory.generate.drafting import select_for, selection_rng
+    from factory.graph.select import NoSubgraph, SelectionIndex
     from factory.records import Cell
-    from factory.taxonomy import candidate_rng, load_taxonomy
+    from factory.taxonomy import load_taxonomy
 
     taxonomy = taxonomy or load_taxonomy(settings.compose.taxonomy_dir)
     selection = SelectionIndex.load(store, lang)
-    params = selector_params(settings)
     used = {frozenset(c.subgraph.chunk_ids) for r in [*rounds, drawn] for c in r if c.subgraph is not None}
     done = {c.index for c in drawn}
     latest: dict[int, ReferenceCandidate] = {}
@@ -81,17 +79,16 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
             latest[c.index] = c
             if c.subgraph is not None and c.subgraph.answer_entity and declined(c):
                 known.setdefault(c.index, set()).add(c.subgraph.answer_entity)
-    n = len(rounds)  # the loop's first reselection draws with "select-1"
+    n = len(rounds)  # a candidate's N-th reselection follows N rounds (the draw is round 1)
     out: list[ReferenceCandidate] = []
     for index in sorted(latest):
         cand = latest[index]
         if cand.subgraph is None or not declined(cand) or index in done:
             continue
-        rng = candidate_rng(cand.seed, index, f"select-{n}")
         try:
-            subgraph = select_subgraph(selection, Cell.parse(cand.cell), lang, rng, taxonomy=taxonomy,
-                                       avoid_chunk_sets=set(used), avoid_answers=known.get(index, set()),
-                                       params=params)
+            subgraph = select_for(selection, Cell.parse(cand.cell), lang, settings, taxonomy=taxonomy,
+                                  rng=selection_rng(cand.seed, index, n), avoid=set(used),
+                                  avoid_answers=known.get(index, set()))
         except NoSubgraph as exc:
             out.append(ReferenceCandidate(index=index, seed=cand.seed, lang=lang, cell=cand.cell, status="no_subgraph",
                                           select_failure=exc.reason))
