@@ -76,9 +76,9 @@ def kappa(x: list[bool], y: list[bool]) -> float | None:
     return None if chance >= 1 else round((observed - chance) / (1 - chance), 3)
 
 
-def score(lang: str, work: Path) -> dict[str, Any]:
-    from bench.acceptance import model_free, prepare
-    from factory.reference.judge import judge_candidate, reference_context
+def agreement(lang: str) -> dict[str, Any]:
+    """The labels of the sample's candidates that both groups labelled: counts, pairwise agreement
+    and kappa, and each group's honest share among the originally honest and declined ones."""
     from factory.reference.records import read_reference
 
     key = {row["index"]: row for row in json.loads(_key_path(lang).read_text(encoding="utf-8"))}
@@ -96,17 +96,26 @@ def score(lang: str, work: Path) -> dict[str, Any]:
         for original in (True, False):
             idx = [k for k, i in enumerate(labelled) if labels["original"][k] == original]
             honest_by[f"{g}|{'honest' if original else 'declined'}"] = [sum(labels[g][k] for k in idx), len(idx)]
+    return {"lang": lang, "n": len(labelled), "honest": {k: sum(v) for k, v in labels.items()}, "pairs": pairs,
+            "honest_by_original": honest_by}
+
+
+def first_drafts(lang: str, work: Path) -> dict[str, Any]:
+    """How the model-free gauntlet (BM25) takes each group's first drafts."""
+    from bench.acceptance import model_free, prepare
+    from factory.reference.judge import judge_candidate, reference_context
+    from factory.reference.records import read_reference
+
     store, index, settings = prepare(lang, work)
     ctx = reference_context(store, index, settings)
     validators = model_free(settings)
-    first = {}
+    out = {}
     for g in GROUPS:
-        judged = [judge_candidate(groups[g][i].model_copy(update={"drafts": groups[g][i].drafts[:1]}), ctx, validators)
-                  for i in labelled if groups[g][i].drafts]
-        first[g] = {"accepted": sum(j.first for j in judged), "drafted": len(judged),
-                    "refused": sorted(j.reason for j in judged if not j.first)}
-    return {"lang": lang, "n": len(labelled), "honest": {k: sum(v) for k, v in labels.items()}, "pairs": pairs,
-            "honest_by_original": honest_by, "first_drafts_bm25": first}
+        judged = [judge_candidate(c.model_copy(update={"drafts": c.drafts[:1]}), ctx, validators)
+                  for c in read_reference(fixture(lang, f"agree-{g}")) if c.drafts]
+        out[g] = {"accepted": sum(j.first for j in judged), "drafted": len(judged),
+                  "refused": sorted(j.reason for j in judged if not j.first)}
+    return out
 
 
 def main() -> None:
@@ -126,7 +135,8 @@ def main() -> None:
     c.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
     args = parser.parse_args()
     if args.command == "score":
-        print(json.dumps(score(args.lang, args.work), ensure_ascii=False))
+        print(json.dumps(agreement(args.lang) | {"first_drafts_bm25": first_drafts(args.lang, args.work)},
+                         ensure_ascii=False))
         return
     from bench.acceptance import prepare
     from bench.reference_draw import worksheet
