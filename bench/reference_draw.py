@@ -5,6 +5,8 @@
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --attach /tmp/ref-en/drafts.jsonl --first
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en/rev1 --revise [--dense]
     python -m bench.reference_draw --lang en --fixture LANG-dense.jsonl --fork LANG.jsonl --worksheets -
+    python -m bench.reference_draw --lang en --fixture LANG-draw10-rewrite.jsonl --fork LANG-draw10.jsonl --blank \
+        --worksheets /tmp/ref-en-rw
     python -m bench.reference_draw --lang en --fixture ... --attach /tmp/ref-en/rev1/drafts.jsonl
     python -m bench.reference_draw --lang en --fixture ... --worksheets /tmp/ref-en --briefs 4 [--revision]
     python -m bench.reference_draw --lang en --store STORE --reselect draw10 \
@@ -143,6 +145,8 @@ def main() -> None:
                         "(BM25, dense and hybrid), so the feedback is theirs")
     parser.add_argument("--fork", type=Path, help="start FIXTURE from this fixture's candidates and first drafts "
                         "(no revisions, no verdicts): the same first drafts, revised under other searchers")
+    parser.add_argument("--blank", action="store_true", help="with --fork: the candidates without their drafts or "
+                        "labels, and their worksheets, to be written again (under new composer instructions)")
     parser.add_argument("--first", action="store_true", help="with --attach: the rows are first drafts (or "
                         "no_honest_question records)")
     parser.add_argument("--briefs", type=int, help="split the worksheets among this many writers: write their briefs")
@@ -165,9 +169,23 @@ def main() -> None:
 
         if args.fixture.exists():
             raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
-        forked = [c.model_copy(update={"drafts": c.drafts[:1], "verdicts": []}) for c in read_reference(args.fork)]
+        if args.blank:  # the same subgraphs, to be written again from their worksheets
+            forked = [c if c.subgraph is None else c.model_copy(update={
+                "status": "drafted", "writer_note": "", "drafts": [], "verdicts": []}) for c in read_reference(args.fork)]
+        else:
+            forked = [c.model_copy(update={"drafts": c.drafts[:1], "verdicts": []}) for c in read_reference(args.fork)]
         write_reference(args.fixture, forked)
-        print(f"{args.fixture}: {len(forked)} candidates with the first drafts of {args.fork}")
+        if args.blank:
+            from bench.acceptance import prepare
+
+            store, index, settings = prepare(args.lang, args.work)
+            taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
+            args.worksheets.mkdir(parents=True, exist_ok=True)
+            for c in forked:
+                (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(
+                    worksheet(c, store, taxonomy, index.searcher("bm25")), encoding="utf-8")
+        print(f"{args.fixture}: {len(forked)} candidates {'without drafts' if args.blank else 'with the first drafts'}"
+              f" of {args.fork}")
         return
     if args.revise:
         n = revision_worksheets(args.fixture, args.lang, args.worksheets, args.work, args.dense)
