@@ -170,8 +170,9 @@ def main() -> None:
         if args.fixture.exists():
             raise SystemExit(f"{args.fixture} exists: the reference drafts are a record, not regenerated")
         if args.blank:  # the same subgraphs, to be written again from their worksheets
-            forked = [c if c.subgraph is None else c.model_copy(update={
-                "status": "drafted", "writer_note": "", "drafts": [], "verdicts": []}) for c in read_reference(args.fork)]
+            from factory.reference.draw import unwritten
+
+            forked = unwritten(read_reference(args.fork))
         else:
             forked = [c.model_copy(update={"drafts": c.drafts[:1], "verdicts": []}) for c in read_reference(args.fork)]
         write_reference(args.fixture, forked)

@@ -55,3 +55,21 @@ def test_declined_candidates_are_reselected_as_the_loop_reselects(store) -> None
     assert [c.index for c in added] == [late.index]
     taken = drawn_sets | {frozenset(c.subgraph.chunk_ids) for c in first if c.subgraph is not None}
     assert added[0].subgraph is None or frozenset(added[0].subgraph.chunk_ids) not in taken
+
+
+def test_a_draw_written_again_keeps_its_subgraphs_and_loses_every_label(store) -> None:
+    from factory.reference.draw import unwritten
+    from factory.reference.records import ReferenceDraft
+
+    draw = draw_reference(store, "en", 4, 7, Settings())
+    drafted = [c for c in draw if c.subgraph is not None]
+    drafted[0].status, drafted[0].writer_note = "no_honest_question", "the link is false"
+    drafted[1].drafts = [ReferenceDraft(question="q?", answer="a", answer_chunk_id=drafted[1].subgraph.chunk_ids[-1])]
+    blank = unwritten(draw)
+    assert [(c.index, c.cell, c.subgraph) for c in blank] == [(c.index, c.cell, c.subgraph) for c in draw]
+    for c in blank:
+        if c.subgraph is not None:
+            assert c.status == "drafted" and not c.drafts and not c.verdicts and not c.writer_note
+        else:
+            assert c.status == "no_subgraph"
+    assert drafted[0].status == "no_honest_question" and drafted[1].drafts  # the draw itself is untouched

@@ -48,6 +48,13 @@ def draw_reference(store: Any, lang: str, n: int, seed: int, settings: Any, taxo
     return out
 
 
+def unwritten(candidates: Iterable[ReferenceCandidate]) -> list[ReferenceCandidate]:
+    """The candidates as drawn, before any writer: no drafts, verdicts or label (a candidate the
+    selector found nothing for stays so). For writing a draw again under new instructions."""
+    return [c if c.subgraph is None else c.model_copy(update={"status": "drafted", "writer_note": "", "drafts": [],
+                                                              "verdicts": []}) for c in candidates]
+
+
 def declined(cand: ReferenceCandidate) -> bool:
     """Did its writer decline the subgraph (no honest question) or give up on revising it? The
     composer says so in the generation loop, which then reselects (``generate.judge``)."""
