@@ -221,6 +221,15 @@ _FILLER = frozenset({"of", "and", "some", "about", "около", "более", "
 _UNIT_ALIASES = {"percent": "%", "per cent": "%", "процент": "%", "руб": "рубль", "долл": "доллар", "usd": "$"}
 
 
+def scale_power(word: str, lang: str) -> int | None:
+    """The power of ten a scale word multiplies by ("million" 6, «млн» and «миллионов» 6), or None."""
+    word = word.lower().rstrip(".")
+    power = _MULTIPLIERS.get(word) or _MULTIPLIERS.get(word.rstrip("s"))
+    if power is None and lang == "ru":
+        power = next((p for k, p in _MULTIPLIERS.items() if len(k) > 4 and word.startswith(k[:-1])), None)
+    return power
+
+
 def number_key(text: str, lang: str, lemmatise: Callable[[list[str], str], list[str]]) -> str | None:
     """``<value> <unit lemmas>`` for a number expression, or None when no value is found.
 
@@ -252,9 +261,7 @@ def number_key(text: str, lang: str, lemmatise: Callable[[list[str], str], list[
         return None
     units: list[str] = [sign for sign in "$€£" if sign in before]
     for word in words:
-        power = _MULTIPLIERS.get(word) or _MULTIPLIERS.get(word.rstrip("s"))
-        if power is None and lang == "ru":
-            power = next((p for k, p in _MULTIPLIERS.items() if len(k) > 4 and word.startswith(k[:-1])), None)
+        power = scale_power(word, lang)
         if power:
             value *= Decimal(10) ** power
         elif word not in _FILLER:

@@ -21,7 +21,7 @@ import unicodedata
 from typing import Iterator
 
 from factory.contract import seed_chunks
-from factory.nlp.quantities import calendar_dates, number_word
+from factory.nlp.quantities import calendar_dates, number_word, scale_power
 from factory.records import Draft, Verdict
 from factory.validate.base import ValidationContext, verdict
 from factory.validate.feedback import say
@@ -52,16 +52,27 @@ def _holds(span: str, answer: str, lang: str) -> bool:
 
 
 def _numbers(text: str, lang: str) -> list[float]:
-    """The numbers of ``text``: in digits, or a cardinal in words («четырёх», "twelve")."""
+    """The numbers of ``text``: in digits, times a scale word after them ("6 million", «2,04
+    млрд»), or a cardinal in words («четырёх», "twelve")."""
+    return [value for value, _ in _numbers_with_precision(text, lang)]
+
+
+def _numbers_with_precision(text: str, lang: str) -> list[tuple[float, float]]:
+    """(value, the rounding its scale word implies) for each number of ``text``: "1.1 million" is
+    (1,100,000, 50,000), half a unit of its last digit; a number without one is exact, "918" (918, 0)."""
+    tokens = tokenize(text, lang)
     out = []
-    for token in tokenize(text, lang):
+    for i, token in enumerate(tokens):
         if token.number is not None:
             try:
-                out.append(float(token.number))
+                value = float(token.number)
             except ValueError:
                 continue
+            decimals = len(token.number.partition(".")[2])
+            power = scale_power(tokens[i + 1].fold, lang) if i + 1 < len(tokens) else None
+            out.append((value * 10 ** power, 0.5 * 10 ** (power - decimals)) if power else (value, 0.0))
         elif (word := number_word(token.lemma, lang)) is not None:
-            out.append(word)
+            out.append((word, 0.0))
     return out
 
 
@@ -70,13 +81,16 @@ def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) 
     duration counted between two quoted dates: one in each of two steps (``across``: a
     calculation's operands come from two passages, else one of them is decorative), or anywhere
     in the quotes (a chain's "1571–1576" gives a reign's length)."""
-    target = _numbers(answer, lang)
+    target = _numbers_with_precision(answer, lang)
     if len(target) != 1:
         return False
-    goal = target[0]
+    goal, half_unit = target[0]
+    # a result matches within 0.5%, or rounds to the answer as written with a scale word ("1.1
+    # million" for 1,097,329); a plain "918" is 918 within 0.5%
+    tolerance = max(0.5e-2 * abs(goal), 0.01, half_unit)
     for a, b in _pairs([_numbers(q, lang) for q in quotes], across):
         results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
-        if any(abs(r - goal) <= max(0.5e-2 * abs(goal), 0.01) for r in results):
+        if any(abs(r - goal) <= tolerance for r in results):
             return True
     unit = next((u for u, pattern in _DURATION_UNITS.items() if pattern.search(answer.casefold())), None)
     return unit is not None and any(goal in _durations(first, second, unit)

@@ -146,6 +146,21 @@ def test_a_number_a_passage_writes_in_words_is_a_quoted_number():
     assert not computed("13", ["погибли 12 человек", "один из нападавших скрылся"], "ru")
 
 
+def test_a_scale_word_multiplies_its_number_and_sets_the_answers_rounding():
+    """Draw 10 written again, en-037: Nicaragua's 7,097,329 less El Salvador's "approximately 6
+    million" was refused as not reached, about 1.1 million and the exact 1,097,329 alike, while
+    "6 million" was read as 6."""
+    quotes = ["With a population of 7,097,329 as of 2026",
+              "El Salvador's population was estimated at approximately 6 million inhabitants"]
+    assert computed("1,097,329", quotes, "en")
+    assert computed("about 1.1 million", quotes, "en")  # 1,097,329 rounds to it
+    assert not computed("1.2 million", quotes, "en")
+    assert not computed("1,197,329", quotes, "en")  # a plain number is exact to 0.5%
+    ru = ["население составляет 7 097 329 человек", "около 6 млн жителей"]
+    assert computed("1,1 млн", ru, "ru") and not computed("1,3 млн", ru, "ru")
+    assert computed("2,04 млрд", ["2,5 млрд долларов", "460 млн долларов"], "ru")
+
+
 def test_a_duration_is_counted_between_two_quoted_dates():
     """A calculation asking "how many months / days" is answered by two dated quotes (reference
     draw 6, ru-000 and ru-038: the count was refused as not reached before dates were read)."""
