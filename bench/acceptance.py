@@ -95,6 +95,8 @@ def judge_with_reselections(lang: str, store: Any, index: Any, settings: Any, na
             before = latest.get(cand.index)
             if before is None or not declined(before) or cand.status == "no_subgraph":
                 continue
+            if final[cand.index].accepted_at is not None:  # a give-up after a draft the checks now accept
+                continue
             spent[cand.index] += len(before.drafts) if gave_up(before) else 0  # the give-up was a revision
             latest[cand.index] = cand
             judged = judge_candidate(cand, ctx, validators)
