@@ -123,7 +123,8 @@ def revision_worksheets(fixture: Path, lang: str, out: Path, work: Path, dense: 
     for cand in candidates:
         judged = judge_candidate(cand, ctx, model_free(settings))
         cand.verdicts = judged.verdicts
-        if judged.accepted_at is not None or cand.status != "drafted" or len(cand.drafts) > 2 or gave_up(cand):
+        if (judged.accepted_at is not None or cand.status != "drafted" or not cand.drafts or len(cand.drafts) > 2
+                or gave_up(cand)):  # no draft yet: its writer has not written it
             continue
         sheet = FactSheet(subgraph=cand.subgraph, facts=[], passages=load_chunk_texts(store, cand.subgraph.chunk_ids))
         history = [(cand.draft(i), judged.verdicts[i]) for i in range(len(cand.drafts))]
