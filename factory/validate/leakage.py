@@ -57,7 +57,8 @@ def find_leak(
     sentence). A near match (typo, transliteration) counts only on such a word or on a
     rare one: 'parish' is no misspelt 'Paris', 'whales' no 'Wales'. ``masked``: offsets
     of tokens inside a name the question may use ('New York' of 'New York Times'), which
-    never leak anything. ``person``: a first name alone names nobody; a surname does.
+    never leak anything. ``person``: a first name alone names nobody; a surname does, an
+    ordinary word too ('Plant' of 'Robert Plant') where the question capitalises it.
     """
     every = tokenize(name, lang)
     name_tokens = content(every)
@@ -99,12 +100,16 @@ def find_leak(
         for start in range(len(question) - 1):
             if match(j, question[start]) and match(j + 1, question[start + 1]):
                 return Leak(role, name, _span(question[start : start + 2]), "partial")
-    # one distinctive word alone (a surname), unless it belongs to a name the question may use
+    # one distinctive word alone (a surname), unless it belongs to a name the question may use;
+    # a person's surname that is also an ordinary word ('Plant', 'Bush') leaks where the question
+    # capitalises it, a sentence's first word too ('... the singer. Plant?'): rephrasing such a
+    # question costs a revision, missing the answer's surname costs the task
     for j, token in enumerate(name_tokens):
-        if not distinctive[j] or any(token_match(token, a, threshold) for a in allowed):
+        surname = person and j == n - 1
+        if not (distinctive[j] or surname) or any(token_match(token, a, threshold) for a in allowed):
             continue
         for q in question:
-            if match(j, q):
+            if match(j, q) and (distinctive[j] or q.capitalised):
                 return Leak(role, name, q.surface, "partial")
     return None
 

@@ -49,6 +49,24 @@ def test_a_first_name_alone_names_nobody_a_surname_does():
     assert leak("Which Smith wrote the letter?", "John Smith", person=True) is not None
 
 
+def test_a_surname_that_is_an_ordinary_word_leaks_where_it_is_written_as_a_name():
+    """Draw 10 written again, en-007: 'Plant?' appended to a question whose answer is Robert
+    Plant was the one planted leak the gauntlet let through ('plant' is an ordinary word)."""
+    from factory.validate.tokens import proper_starts
+
+    lexicon = Lexicon.from_texts(["the plant grew by the old boat", *TEXTS.values()])
+
+    def leaks(question: str, name: str = "Robert Plant", person: bool = True) -> bool:
+        tokens = content(tokenize(question, "en"))
+        return find_leak(tokens, name, "en", lexicon, threshold=0.88, person=person,
+                         proper=proper_starts(question, tokens)) is not None
+
+    assert leaks("Name the group's singer, Plant?")
+    assert leaks("Name the group's singer. Plant?")  # a sentence of its own: still his name
+    assert not leaks("Which singer sang of a plant that grew by the river?")  # the ordinary word
+    assert not leaks("Which river powers the Old Plant?", name="Plant Hall", person=False)  # not a person
+
+
 def test_a_value_with_a_unit_leaks_only_by_its_number():
     assert leak("By how many square kilometres is it larger?", "146,215 square kilometres") is None
     assert leak("How many km2 larger is it?", "146,215 km2") is None
