@@ -39,6 +39,13 @@ rules included; its writers found no honest question for 29 English and 27 Russi
 candidates were then followed as the loop follows a composer's decline: each got the
 subgraph the loop draws next for its cell, twice at most (LANG-draw10-reselectN.jsonl),
 written by new writers from the same briefs and revised the same way.
+
+Draw 10 was then written again (LANG-draw10-rewrite.jsonl, and its reselections
+LANG-draw10-rewrite-reselectN.jsonl) by new writers under the composer's revised decline rule:
+a place or an organisation two passages share is a bridge, and only a false link, a known,
+wrong-kind or non-unique answer, or values that date nothing or cannot be combined make a
+subgraph one without an honest question. A blind relabelling had shown the old wording, not
+the selectors, behind most declines (tests/test_reference_agreement.py).
 """
 
 from __future__ import annotations
