@@ -139,7 +139,7 @@ def main() -> None:
                          ensure_ascii=False))
         return
     from bench.acceptance import prepare
-    from bench.reference_draw import worksheet
+    from bench.reference_draw import write_worksheets
     from factory.taxonomy import load_taxonomy
 
     targets = [fixture(args.lang, f"agree-{g}") for g in GROUPS] + [_key_path(args.lang)]
@@ -151,11 +151,8 @@ def main() -> None:
     _key_path(args.lang).write_text("[\n" + ",\n".join(json.dumps(row, ensure_ascii=False) for row in key) + "\n]\n",
                                     encoding="utf-8")
     store, index, settings = prepare(args.lang, args.work)
-    taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
-    args.worksheets.mkdir(parents=True, exist_ok=True)
-    for cand in blind:
-        (args.worksheets / f"{cand.lang}-{cand.index:03d}.md").write_text(
-            worksheet(cand, store, taxonomy, index.searcher("bm25")), encoding="utf-8")
+    write_worksheets(blind, args.worksheets, store, load_taxonomy(settings.compose.taxonomy_dir),
+                     index.searcher("bm25"))
     print(f"{len(blind)} candidates -> {', '.join(str(p) for p in targets)}; worksheets in {args.worksheets}")
 
 

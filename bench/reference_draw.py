@@ -72,6 +72,13 @@ def worksheet(candidate: ReferenceCandidate, store: Store, taxonomy, vocabulary=
     ]) + "\n"
 
 
+def write_worksheets(candidates, folder: Path, store: Store, taxonomy, vocabulary) -> None:
+    """One worksheet per candidate (``LANG-NNN.md``) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for c in candidates:
+        (folder / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, vocabulary), encoding="utf-8")
+
+
 BRIEFS = Path(__file__).parent / "reference_briefs"
 LANGUAGES = {"en": "English", "ru": "Russian: Russian questions, answers and notes"}
 
@@ -181,11 +188,8 @@ def main() -> None:
             from bench.acceptance import prepare
 
             store, index, settings = prepare(args.lang, args.work)
-            taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
-            args.worksheets.mkdir(parents=True, exist_ok=True)
-            for c in forked:
-                (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(
-                    worksheet(c, store, taxonomy, index.searcher("bm25")), encoding="utf-8")
+            write_worksheets(forked, args.worksheets, store, load_taxonomy(settings.compose.taxonomy_dir),
+                             index.searcher("bm25"))
         print(f"{args.fixture}: {len(forked)} candidates {'without drafts' if args.blank else 'with the first drafts'}"
               f" of {args.fork}")
         return
@@ -230,10 +234,7 @@ def main() -> None:
     vocabulary = index.searcher("bm25")
     args.fixture.parent.mkdir(parents=True, exist_ok=True)
     write_reference(args.fixture, sorted([*drawn, *candidates], key=lambda c: c.index))
-    args.worksheets.mkdir(parents=True, exist_ok=True)
-    for c in candidates:
-        (args.worksheets / f"{c.lang}-{c.index:03d}.md").write_text(worksheet(c, store, taxonomy, vocabulary),
-                                                                     encoding="utf-8")
+    write_worksheets(candidates, args.worksheets, store, taxonomy, vocabulary)
     drafted = [c for c in candidates if c.subgraph is not None]
     print(f"{len(candidates)} draws, {len(drafted)} with a subgraph -> {args.fixture}, worksheets in {args.worksheets}")
     for c in candidates:
