@@ -45,7 +45,10 @@ LANG-draw10-rewrite-reselectN.jsonl) by new writers under the composer's revised
 a place or an organisation two passages share is a bridge, and only a false link, a known,
 wrong-kind or non-unique answer, or values that date nothing or cannot be combined make a
 subgraph one without an honest question. A blind relabelling had shown the old wording, not
-the selectors, behind most declines (tests/test_reference_agreement.py).
+the selectors, behind most declines (tests/test_reference_agreement.py). Draw 11
+(LANG-draw11.jsonl, seed 71, and its reselections) was drawn and written under that rule from
+the start: it misses the goals in English (7 / 12 of 40; 13 / 20 with the reselections) and in
+Russian without the reselections (10 / 22; 17 / 34 with them), and is held at what was measured.
 """
 
 from __future__ import annotations
@@ -62,10 +65,12 @@ FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is
 # later draws, judged with BM25: (accepted at the first draft, within two revisions) of 40, measured
 LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25),
          ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20), ("draw8", "en"): (9, 15), ("draw8", "ru"): (11, 22),
-         ("draw9", "en"): (10, 17), ("draw9", "ru"): (7, 17), ("draw10", "en"): (8, 11), ("draw10", "ru"): (6, 12)}
+         ("draw9", "en"): (10, 17), ("draw9", "ru"): (7, 17), ("draw10", "en"): (8, 11), ("draw10", "ru"): (6, 12),
+         ("draw11", "en"): (7, 12), ("draw11", "ru"): (10, 22)}
 # draw 10 when a declined subgraph is followed by its reselections (two rounds), judged with BM25:
 # (accepted at the first question written, within two revisions) of 40, measured
-RESELECTED = {"en": (12, 19), "ru": (12, 20)}
+RESELECTED = {("draw10", "en"): (12, 19), ("draw10", "ru"): (12, 20), ("draw11", "en"): (13, 20),
+              ("draw11", "ru"): (17, 34)}
 # draw 10 written again by new writers under the composer's revised decline rule (a place or an
 # organisation both passages mention is a bridge), alone and with its own reselections; the
 # Russian set meets the issue's goals without reselection and is held to them
@@ -135,20 +140,20 @@ def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> N
     assert all(j.accepted_at is None or j.status == "drafted" for j in judged)
 
 
-@pytest.mark.parametrize("lang", ["en", "ru"])
-def test_draw_10_with_the_loops_reselections_holds_what_was_measured(lang: str, prepared) -> None:
+@pytest.mark.parametrize("name,lang", sorted(RESELECTED))
+def test_draws_with_the_loops_reselections_hold_what_was_measured(name: str, lang: str, prepared) -> None:
     """A decline costs the candidate nothing but a new subgraph: counted by its reselections'
-    outcome, draw 10 keeps what was measured, and never fewer than without them."""
+    outcome (two rounds), draws 10 and 11 keep what was measured, and never fewer than without them."""
     from bench.acceptance import judge_with_reselections
 
-    judged = judge_with_reselections(lang, *prepared(lang), "draw10", ["draw10-reselect1", "draw10-reselect2"])
+    judged = judge_with_reselections(lang, *prepared(lang), name, [f"{name}-reselect1", f"{name}-reselect2"])
     candidates = [j for j in judged if j.status != "no_subgraph"]
-    first, within_2 = RESELECTED[lang]
+    first, within_2 = RESELECTED[(name, lang)]
     assert len(candidates) == 40
     assert sum(j.first for j in candidates) >= first
     assert sum(j.within(2) for j in candidates) >= within_2, [
         (j.index, j.reason) for j in candidates if j.status == "drafted" and not j.within(2)]
-    assert sum(j.within(2) for j in candidates) >= LATER[("draw10", lang)][1]
+    assert sum(j.within(2) for j in candidates) >= LATER[(name, lang)][1]
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
