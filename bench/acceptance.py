@@ -60,7 +60,8 @@ def model_free(settings: Any) -> list[Any]:
 
 
 def fixture(lang: str, name: str = "") -> Path:
-    return FIXTURES / (f"{lang}-{name}.jsonl" if name else f"{lang}.jsonl")
+    """A reference set's file: ``LANG-NAME.jsonl``; no name, or "main", is draw 4's ``LANG.jsonl``."""
+    return FIXTURES / (f"{lang}-{name}.jsonl" if name and name != "main" else f"{lang}.jsonl")
 
 
 def judge_reference(lang: str, store: Any, index: Any, settings: Any, name: str = "") -> list[Any]:

@@ -50,7 +50,7 @@ def sample(lang: str, sets: list[str], n: int, seed: int) -> tuple[list[Any], li
 
     pool: dict[bool, list[tuple[str, Any]]] = {True: [], False: []}
     for name in sets:
-        for cand in read_reference(fixture(lang, "" if name == "main" else name)):
+        for cand in read_reference(fixture(lang, name)):
             if cand.subgraph is not None and cand.status in ("drafted", "no_honest_question"):
                 pool[honest(cand.status)].append((name, cand))
     rng = random.Random(seed)

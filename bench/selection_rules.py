@@ -43,9 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT
-
-FIXTURES = ROOT / "tests" / "fixtures" / "reference_drafts"
+from bench.acceptance import fixture
 
 
 def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
@@ -111,7 +109,7 @@ def main() -> None:
     total: Counter[str] = Counter()
     for name in args.sets.split(","):
         counts: Counter[str] = Counter()
-        path = FIXTURES / (f"{args.lang}.jsonl" if name == "main" else f"{args.lang}-{name}.jsonl")
+        path = fixture(args.lang, name)
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row["status"] == "no_subgraph":

@@ -29,7 +29,7 @@ def test_the_blind_sample_is_the_keyed_subgraphs_half_of_each_label(lang: str) -
     assert sum(row["status"] == "drafted" for row in key) == len(key) // 2
     groups = {g: read_reference(fixture(lang, f"agree-{g}")) for g in GROUPS}
     for row in key:
-        source = {c.index: c for c in read_reference(fixture(lang, "" if row["set"] == "main" else row["set"]))}
+        source = {c.index: c for c in read_reference(fixture(lang, row["set"]))}
         original = source[row["source_index"]]
         assert original.status == row["status"]
         for g in GROUPS:
