@@ -46,6 +46,7 @@ def honest(status: str) -> bool:
 def sample(lang: str, sets: list[str], n: int, seed: int) -> tuple[list[Any], list[dict[str, Any]]]:
     """``n`` candidates with a subgraph and a writer's label, half of each label (as far as the
     sets hold them), shuffled and renumbered 1..n; and the key back to their source."""
+    from factory.reference.draw import unwritten
     from factory.reference.records import read_reference
 
     pool: dict[bool, list[tuple[str, Any]]] = {True: [], False: []}
@@ -59,8 +60,7 @@ def sample(lang: str, sets: list[str], n: int, seed: int) -> tuple[list[Any], li
     rng.shuffle(picked)
     blind, key = [], []
     for number, (name, cand) in enumerate(picked, 1):
-        blind.append(cand.model_copy(update={"index": number, "status": "drafted", "writer_note": "", "drafts": [],
-                                             "verdicts": []}))
+        blind.append(unwritten([cand])[0].model_copy(update={"index": number}))
         key.append({"index": number, "set": name, "source_index": cand.index, "status": cand.status})
     return blind, key
 
