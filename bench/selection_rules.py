@@ -18,6 +18,9 @@ others. Rules, in order:
 * rival: an intersection whose clue passage names no other thing of the answer's kind;
 * related: a hidden answer whose name shares its words with a name the question may use, or
   a chain's start that shares its words with a hidden bridge (by stem or by lemma).
+* dated: all the dates of a temporal chunk or a compared candidate's chunk are ones it gives
+  only as when a figure held ('as of 2021', '69.1 million in 2026': ``SelectionIndex.values``;
+  a calculation may still compute with the figure such a date belongs to).
 * kind: an answer whose name says it is another kind of thing than its label (an award
   tagged as a work, or its stem, 'Nobel'; a polity tagged as an organisation, 'the Emirate
   of Granada': ``SelectionIndex.other_kind``).
@@ -44,6 +47,25 @@ from pathlib import Path
 from typing import Any
 
 from bench.acceptance import fixture
+
+
+def _undated(ix: Any, mechanic: str, sub: dict[str, Any], pos: dict[str, int]) -> bool:
+    """A date the subgraph computes, orders or compares with that the chunk gives only as when a
+    figure held (``SelectionIndex.values`` no longer offers it)."""
+    figures = sub.get("figures") or {}
+    if figures.get("value_kind", "date") != "date":
+        return False
+
+    def usable(chunk_id: str) -> set[str]:
+        c = pos.get(chunk_id)
+        return set() if c is None else {ix.ent_name[e] for e in ix.values(c, {"date"})}
+
+    if mechanic == "temporal":
+        return any(not usable(c) for c in sub["chunk_ids"])
+    if mechanic == "comparison":
+        own = [c for c, role in sub["roles"].items() if role == "candidate"]
+        return any(not usable(c) for c in own)
+    return False
 
 
 def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
@@ -85,6 +107,8 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         bridges = [key(k) for k in sub["bridge_entities"]]
         if any(s is not None and b is not None and ix.related(s, b) for s in starts for b in bridges):
             return "related"
+    if _undated(ix, mechanic, sub, pos):
+        return "dated"
     if answer is not None and ix.other_kind(answer):
         return "kind"
     if answer is not None and ix.ent_label[answer] in NAMED_LABELS and ix.label_in_doubt(answer):

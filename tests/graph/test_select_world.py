@@ -568,9 +568,10 @@ def test_a_census_year_is_no_event_to_compute_with(store):
     write_world(store, [dunmere if doc[0] == "dunmere" else doc for doc in WORLD_EN], "en")
     ix = SelectionIndex.load(store, "en")
     c = ix.chunk_ids.index("dunmere_0")
-    dates = ix.values(c, {"date"})
+    dates = ix.values(c, {"date"}, as_of=True)
     assert {ix.ent_name[e] for e in dates} == {"2021", "1788"}
     assert [ix.ent_name[e] for e in ix.events(c, dates)] == ["1788"]
+    assert [ix.ent_name[e] for e in ix.values(c, {"date"})] == ["1788"]
     cell = Cell(mechanic="calculation", form="direct", answer_type="number")
     offered = []
     for seed in range(40):
@@ -661,3 +662,52 @@ def test_an_article_names_its_subject_in_full_before_its_verb(store):
     plain = SMALL.model_copy(update={"article_answers": False})
     persons = set(answer_pool(ix, frozenset({"person"}), plain))
     assert orla not in persons and tobin in persons
+
+
+def test_an_article_s_title_makes_its_subject_no_answer_where_ner_missed_it_there(store):
+    """NER often misses a lead's own subject ('Pablo Ruiz Picasso (1881-1973) was'): the entity
+    other articles name 'Orla Venn' still has an article of its own, titled so."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("venn", "Orla Venn",
+              "Orla Maren Venn (1870-1931) was a poet born in Dunmere. Her first book appeared in 1902.",
+              [("Dunmere", "location"), ("1902", "date")]),
+             ("poets", "Poets of Dunmere",
+              "Dunmere's poets include Orla Venn, who wrote of the harbour, and Tobin Marl.",
+              [("Dunmere", "location"), ("Orla Venn", "person"), ("Tobin Marl", "person")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    orla, tobin = ix.key_index("orla venn"), ix.key_index("tobin marl")
+    assert ix.about(ix.chunk_ids.index("venn_0")) == -1, "NER found no subject in the article itself"
+    assert orla in ix.article_subjects() and tobin not in ix.article_subjects()
+    plain = SMALL.model_copy(update={"article_answers": False})
+    persons = set(answer_pool(ix, frozenset({"person"}), plain))
+    assert orla not in persons and tobin in persons
+
+
+@pytest.mark.parametrize("sentence,year", [
+    ("Dunmere had 1.45 million people (2020) and a harbour built in 1788.", "2020"),
+    ("Dunmere's population was estimated at over 1.2 million in 2026; its harbour was built in 1788.", "2026"),
+    ("In 2022, the town's population was about 210,000. Its harbour was built in 1788.", "2022"),
+    ("Dunmere had 372,624 residents in 2020. Its harbour was built in 1788.", "2020"),
+])
+def test_a_figure_s_year_dates_nothing_to_order_or_compare(store, sentence, year):
+    """A year a head count is given for is no date of an event ('1.45 million people (2020)'): a
+    temporal chain or a comparison never rests on it, while the harbour's 1788 still counts and a
+    calculation may still compute with the figure it dates (``as_of``)."""
+    dunmere = ("dunmere", "Dunmere", f"Dunmere is a port city in England. {sentence}",
+               [("Dunmere", "location"), ("England", "location"), (year, "date"), ("1788", "date")])
+    write_world(store, [dunmere if doc[0] == "dunmere" else doc for doc in WORLD_EN], "en")
+    ix = SelectionIndex.load(store, "en")
+    c = ix.chunk_ids.index("dunmere_0")
+    assert [ix.ent_name[e] for e in ix.values(c, {"date"})] == ["1788"]
+    assert {ix.ent_name[e] for e in ix.values(c, {"date"}, as_of=True)} == {year, "1788"}
+
+
+def test_a_date_beside_a_bare_number_is_still_an_event(store):
+    """'Apollo 11 (1969)': a number that counts no one does not make the year a figure's."""
+    dunmere = ("dunmere", "Dunmere", "Dunmere is a port city in England. Its Pier 4 (1902) still stands.",
+               [("Dunmere", "location"), ("England", "location"), ("1902", "date")])
+    write_world(store, [dunmere if doc[0] == "dunmere" else doc for doc in WORLD_EN], "en")
+    ix = SelectionIndex.load(store, "en")
+    assert [ix.ent_name[e] for e in ix.values(ix.chunk_ids.index("dunmere_0"), {"date"})] == ["1902"]

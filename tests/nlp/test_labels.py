@@ -1,0 +1,48 @@
+"""Names that say they are another kind of thing than the label NER gave them."""
+
+import pytest
+
+from factory.nlp.labels import names_other_kind, other_kind_stem
+
+
+@pytest.mark.parametrize("label,name", [
+    ("event", "the Askia dynasty"),
+    ("event", "the Volpi Cup for Best Actress"),
+    ("event", "the Thirteen Colonies of Great Britain"),
+    ("event", "Çanakkale Bridge"),
+    ("event", "the Jurassic Period"),
+    ("organization", "King of England"),
+    ("organization", "The Qianlong Emperor"),
+    ("organization", "UNESCO World Heritage Site"),
+    ("organization", "the Emirate of Granada"),
+    ("person", "under John Adams"),
+    ("person", "ibn al-Ḥakam al-Rabdī"),
+    ("work", "the Nobel Prize in Physics"),
+])
+def test_another_kind(label, name):
+    assert names_other_kind(label, name, "en")
+
+
+@pytest.mark.parametrize("label,name", [
+    ("event", "the Battle of Hastings"),
+    ("event", "the Hundred Years' War"),
+    ("event", "the Congress of Vienna"),
+    ("organization", "House of Commons"),
+    ("organization", "the Kano Emirate Council"),
+    ("organization", "State Duma"),
+    ("person", "al-Biruni"),
+    ("person", "Émile Zola"),
+    ("work", "The Bridge on the River Kwai"),
+])
+def test_its_own_kind(label, name):
+    assert not names_other_kind(label, name, "en")
+
+
+def test_the_rules_are_english_only():
+    assert not names_other_kind("person", "фон Браун", "ru")
+    assert not names_other_kind("event", "the Askia dynasty", "ru")
+
+
+def test_a_stem_is_the_words_before_the_head():
+    assert other_kind_stem("event", "the Askia dynasty", "en") == "askia"
+    assert other_kind_stem("work", "the Nobel Prize in Physics", "en") == "nobel"
