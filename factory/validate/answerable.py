@@ -8,7 +8,8 @@ one; and the answer must be reached: written in a quote, or in the answer passag
 text or title) that a step cites, or, for a computed number, obtained from two quoted
 numbers (in digits or in words) by a difference, sum, product or ratio, or for a duration ("7 months", "117 дней")
 counted between two quoted calendar dates (for a calculation, one number or date from each
-of two steps). It runs for every composer: a draft a model cannot back with its passages
+of two steps, and where the steps' findings state a result, "1997 - 1995 = 2" or "Answer:
+2", the answer is one of them). It runs for every composer: a draft a model cannot back with its passages
 fails here, cheaply, before any search or model call.
 """
 
@@ -97,6 +98,28 @@ def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) 
                                     for first, second in _pairs([calendar_dates(q) for q in quotes], across))
 
 
+# what a step's finding says it computed: the right side of "A - B = C" or its "Answer: C"
+_STATED = re.compile(r"(?:=|≈|\b(?:answer|ответ)\s*:)\s*(?:about|approximately|around|roughly|около|примерно|"
+                     r"приблизительно)?\s*(\d[\d\s.,\u00a0\u202f]*\d|\d)(?!\s*[-−–+×*/÷]\s*\d)(\s*[^\W\d_]+)?",
+                     re.IGNORECASE)
+
+
+def stated_results(findings: str, lang: str) -> list[str]:
+    """The results a draft's findings state (with a scale word after them, "1.1 million"), where
+    they state any: a calculation's answer must be one of them, or the steps computed something else."""
+    return [f"{m.group(1)}{m.group(2) or ''}".strip() for m in _STATED.finditer(findings)]
+
+
+def same_number(answer: str, stated: str, lang: str) -> bool:
+    """The answer's number is the stated one, or either rounds to the other ("1.1 million" and
+    1,097,329; "698" and 697.8)."""
+    mine, theirs = _numbers_with_precision(answer, lang), _numbers_with_precision(stated, lang)
+    if len(mine) != 1 or not theirs:
+        return not mine  # an answer without one number is not compared
+    (goal, half), (value, other_half) = mine[0], theirs[0]
+    return abs(goal - value) <= max(0.5e-2 * abs(goal), 0.01, half, other_half, 0.5)
+
+
 def _pairs(per_step: list[list], across: bool) -> Iterator[tuple]:
     """Two values to combine: from two different steps (``across``), or any two of the quotes'."""
     if across:
@@ -177,4 +200,7 @@ class AnswerableValidator:
             reached, how = True, "computed"
         if not reached:
             return fail("answer_not_reached", answer=draft.answer, chunk=draft.answer_chunk_id or "?")
+        stated = stated_results(" ".join(s.finding for s in steps), lang) if across else []
+        if stated and not any(same_number(draft.answer, r, lang) for r in stated):
+            return fail("answer_not_stated", answer=draft.answer, stated=", ".join(dict.fromkeys(stated)))
         return verdict(self.name, True, steps=len(steps), answer=how)

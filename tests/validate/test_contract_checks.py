@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from factory.contract import audit_contract, figure_names, subgraph_contract
 from factory.records import Cell, Draft, ReasoningStep, Subgraph
-from factory.validate.answerable import AnswerableValidator, computed, quoted_in
+from factory.validate.answerable import AnswerableValidator, computed, quoted_in, same_number, stated_results
 from factory.validate.base import DictChunks, ValidationContext
 from factory.validate.leakage import LeakageValidator, find_leak
 from factory.settings import ValidateSettings
@@ -151,6 +151,29 @@ def test_a_computed_answer_comes_from_numbers_quoted_in_two_passages():
     # outside a calculation, a span's own two numbers may give the answer (a reign's length)
     assert computed("5 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
     assert not computed("6 years", ["Voivode of Transylvania (1571–1576)"], "en", across=False)
+
+
+def test_a_calculation_s_answer_is_the_result_its_steps_state():
+    """Draw 11, en-015: the planted miscomputed answer 13 (3 x 2 + 7) passed as 2010 - 1997 from
+    the same quotes, while the last step said "1997 - 1995 = 2. Answer: 2." Where the findings
+    state a result, the answer must be one of them; a rounded answer is the result it rounds."""
+    sub = Subgraph(cell=Cell.parse("calculation/direct/number"), lang="en", chunk_ids=["gujarat_0", "rajasthan_0"],
+                   roles={"gujarat_0": "operand", "rajasthan_0": "operand"}, seed_chunk_ids=["gujarat_0"])
+    steps = [ReasoningStep(chunk_id="gujarat_0", quote="Gujarat covers 196,024 km2", finding="its area"),
+             ReasoningStep(chunk_id="rajasthan_0", quote="covers 342,239 km2",
+                           finding="342,239 - 196,024 = 146,215 km2. Answer: 146,215 km2.")]
+    d = draft("By how much...?", "146,215", ["gujarat_0", "rajasthan_0"], "rajasthan_0", steps,
+              cell="calculation/direct/number")
+    assert AnswerableValidator().check(d, ctx(sub)).ok
+    # 538,263 is also a sum of the two quoted areas, but not what the steps computed
+    wrong = AnswerableValidator().check(d.model_copy(update={"answer": "538,263"}), ctx(sub))
+    assert not wrong.ok and wrong.reason == "answer_not_stated" and "146,215" in wrong.feedback
+    assert stated_results("7,097,329 - 6,000,000 = 1,097,329. Answer: about 1.1 million.", "en") == \
+        ["1,097,329", "1.1 million"]
+    assert same_number("about 1.1 million", "1,097,329", "en") and same_number("698", "697.8", "en")
+    assert not same_number("13", "2", "en")
+    assert stated_results("2013 − 1983 = 30, но полных лет 29. Ответ: 29 лет.", "ru") == ["30", "29 лет"]
+    assert stated_results("the two areas, 342,239 and 196,024", "en") == []  # nothing stated: nothing compared
 
 
 def test_a_number_a_passage_writes_in_words_is_a_quoted_number():
