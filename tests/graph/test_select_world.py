@@ -711,3 +711,18 @@ def test_a_date_beside_a_bare_number_is_still_an_event(store):
     write_world(store, [dunmere if doc[0] == "dunmere" else doc for doc in WORLD_EN], "en")
     ix = SelectionIndex.load(store, "en")
     assert [ix.ent_name[e] for e in ix.values(ix.chunk_ids.index("dunmere_0"), {"date"})] == ["1902"]
+
+
+def test_an_acronym_is_related_to_the_name_it_abbreviates(store):
+    """Draw 10 (rewritten), en-025: a chain named its start 'British Broadcasting Company' and
+    hid its bridge 'BBC'; naming one gives the other away."""
+    extra = [("dht", "Dunmere Harbour Trust",
+              "The Dunmere Harbour Trust (DHT) has run the ferries of Lake Tessaly since 1903. The DHT is based in "
+              "Dunmere.",
+              [("Dunmere Harbour Trust", "organization"), ("DHT", "organization"), ("Lake Tessaly", "location"),
+               ("1903", "date"), ("Dunmere", "location")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    trust, dht, lake = ix.key_index("dunmere harbour trust"), ix.key_index("dht"), ix.key_index("lake tessaly")
+    assert ix.related(trust, dht) and ix.related(dht, trust)
+    assert not ix.related(dht, lake)

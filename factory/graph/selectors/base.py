@@ -401,7 +401,28 @@ class SelectionIndex:
         if any(x in y or y in x for x in names_a for y in names_b):
             return True
         # the words of one name, by stem, among the other's: "Winter Olympics" / "Winter Olympic Games"
-        return any(x <= y or y <= x for x in self._stems(a) for y in self._stems(b))
+        if any(x <= y or y <= x for x in self._stems(a) for y in self._stems(b)):
+            return True
+        # one name the other's initials: «РТ» / «Республика Татарстан», "UAE" / "United Arab Emirates"
+        return bool(self._initials(a) & self._forms(b)) or bool(self._initials(b) & self._forms(a))
+
+    def _forms(self, e: int) -> frozenset[str]:
+        return frozenset(_plain(f) for f in [self.ent_name[e], *self.ent_aliases[e][:4]])
+
+    def _initials(self, e: int) -> frozenset[str]:
+        """The initials of the entity's names of two words or more, lower-cased ('рт' of
+        'Республика Татарстан'); particles are skipped as acronyms skip them ('uae' of 'the
+        United Arab Emirates')."""
+        memo = self.memo.setdefault(("initials",), {})
+        found = memo.get(e)
+        if found is None:
+            found = set()
+            for name in [self.ent_name[e], *self.ent_aliases[e][:4]]:
+                words = [w for w in re.findall(r"[^\W\d_]+", name) if w[0].isupper()]
+                if len(words) >= 2:
+                    found.add("".join(w[0] for w in words).casefold())
+            found = memo[e] = frozenset(found)
+        return found
 
     def _stems(self, e: int) -> tuple[frozenset[str], ...]:
         from factory.validate.tokens import content, tokenize
