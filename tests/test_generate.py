@@ -159,9 +159,11 @@ def test_near_duplicate_questions_are_rejected(world_store):
     assert summary.accepted == 1
     dups = store.query("SELECT * FROM rejected_tasks WHERE validator = 'dedup'")
     # the same question again: on another support it is a near duplicate; a draw of the same
-    # support (the world is small) is caught first as that
+    # support (the world is small) is caught first as that. One of the three cells drawn
+    # (chain/descriptive/work) has no answer here: the world's one work has an article of its own
     reasons = [d["reason"] for d in dups]
-    assert len(dups) == 2 and "near_duplicate_question" in reasons, reasons
+    assert len(dups) >= 1 and "near_duplicate_question" in reasons, reasons
+    assert summary.rejected_by == {"dedup": len(dups), "select": 3 - 1 - len(dups)}, summary.rejected_by
     assert set(reasons) <= {"near_duplicate_question", "same_support"}, reasons
     assert store.scalar("SELECT count(*) FROM tasks") == 1
 

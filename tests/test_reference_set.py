@@ -49,6 +49,11 @@ the selectors, behind most declines (tests/test_reference_agreement.py). Draw 11
 (LANG-draw11.jsonl, seed 71, and its reselections) was drawn and written under that rule from
 the start: it misses the goals in English (7 / 12 of 40; 13 / 20 with the reselections) and in
 Russian without the reselections (10 / 22; 17 / 34 with them), and is held at what was measured.
+Draw 12 (LANG-draw12.jsonl, seed 73, and its reselections) was drawn after the title,
+figure-year, kind and initials rules and written the same way: with its reselections it meets
+both goals in both languages (English 19 / 29, Russian 14 / 33), and Russian meets them without
+(12 / 25); English does not (10 / 17). Held at what was measured, which is at or above the
+goals where they are met.
 """
 
 from __future__ import annotations
@@ -66,11 +71,12 @@ FIRST = {"en": 10, "ru": 1}  # of 40, measured on draw 4; the goal (12 of 40) is
 LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (8, 23), ("draw6", "ru"): (7, 25),
          ("draw7", "en"): (8, 17), ("draw7", "ru"): (5, 20), ("draw8", "en"): (9, 15), ("draw8", "ru"): (11, 22),
          ("draw9", "en"): (10, 17), ("draw9", "ru"): (7, 17), ("draw10", "en"): (8, 11), ("draw10", "ru"): (6, 12),
-         ("draw11", "en"): (7, 12), ("draw11", "ru"): (10, 22)}
+         ("draw11", "en"): (7, 12), ("draw11", "ru"): (10, 22), ("draw12", "en"): (10, 17),
+         ("draw12", "ru"): (12, 25)}
 # draw 10 when a declined subgraph is followed by its reselections (two rounds), judged with BM25:
 # (accepted at the first question written, within two revisions) of 40, measured
 RESELECTED = {("draw10", "en"): (12, 19), ("draw10", "ru"): (12, 20), ("draw11", "en"): (13, 20),
-              ("draw11", "ru"): (17, 34)}
+              ("draw11", "ru"): (17, 34), ("draw12", "en"): (19, 29), ("draw12", "ru"): (14, 33)}
 # draw 10 written again by new writers under the composer's revised decline rule (a place or an
 # organisation both passages mention is a bridge), alone and with its own reselections; the
 # Russian set meets the issue's goals without reselection and is held to them
@@ -143,7 +149,7 @@ def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> N
 @pytest.mark.parametrize("name,lang", sorted(RESELECTED))
 def test_draws_with_the_loops_reselections_hold_what_was_measured(name: str, lang: str, prepared) -> None:
     """A decline costs the candidate nothing but a new subgraph: counted by its reselections'
-    outcome (two rounds), draws 10 and 11 keep what was measured, and never fewer than without them."""
+    outcome (two rounds), draws 10-12 keep what was measured, and never fewer than without them."""
     from bench.acceptance import judge_with_reselections
 
     judged = judge_with_reselections(lang, *prepared(lang), name, [f"{name}-reselect1", f"{name}-reselect2"])
