@@ -726,3 +726,28 @@ def test_an_acronym_is_related_to_the_name_it_abbreviates(store):
     trust, dht, lake = ix.key_index("dunmere harbour trust"), ix.key_index("dht"), ix.key_index("lake tessaly")
     assert ix.related(trust, dht) and ix.related(dht, trust)
     assert not ix.related(dht, lake)
+
+
+def test_the_selection_rules_bench_names_the_rule_that_drops_a_labelled_subgraph(store):
+    """bench.selection_rules replays the selectors' rules on labelled reference rows: a temporal
+    chain whose chunk dates only a head count is dropped as 'dated', the same chain on an event
+    date is kept, and an answer that names another kind is dropped as 'kind'."""
+    from bench.selection_rules import first_refusal
+
+    census = ("dunmere", "Dunmere", "Dunmere is a port city in England. It had 1.45 million people (2020).",
+              [("Dunmere", "location"), ("England", "location"), ("2020", "date")])
+    dynasty = ("orrin", "Orrin kings", "The Orrin dynasty ruled Vellmoor from 1402 to 1560.",
+               [("The Orrin dynasty", "event"), ("Vellmoor", "location"), ("1402", "date"), ("1560", "date")])
+    write_world(store, [census if doc[0] == "dunmere" else doc for doc in WORLD_EN] + [dynasty], "en")
+    ix = SelectionIndex.load(store, "en")
+
+    def row(cell: str, chunks: list[str], answer: str | None) -> dict:
+        return {"cell": cell, "subgraph": {"chunk_ids": chunks, "answer_entity": answer, "bridge_entities": [],
+                                           "constraint_entities": [], "roles": {},
+                                           "figures": {"selector": cell.split("/")[0]}}}
+
+    assert first_refusal(ix, row("temporal/direct/place", ["dunmere_0", "vellmoor_0"], "england")) == "dated"
+    assert first_refusal(ix, row("temporal/direct/place", ["carrow_0", "vellmoor_0"], "england")) is None
+    assert first_refusal(ix, row("chain/direct/organisation", ["carrow_0", "vellmoor_0"], "parliament of england")) \
+        is None
+    assert first_refusal(ix, row("chain/direct/other", ["vellmoor_0", "orrin_0"], "the orrin dynasty")) == "kind"
