@@ -24,6 +24,8 @@ others. Rules, in order:
 * kind: an answer whose name says it is another kind of thing than its label (an award
   tagged as a work, or its stem, 'Nobel'; a polity tagged as an organisation, 'the Emirate
   of Granada': ``SelectionIndex.other_kind``).
+* fragment: an answer every mention of which is a piece of a longer name ('Jean Léopold' of
+  Cuvier's full name, 'Portuguese War' of 'the Spanish-Portuguese War': ``Cues.fragment``).
 * doubt: an answer NER reads as another kind in a third or more of its chunks
   (``SelectionIndex.label_in_doubt``: 'Mozambique' an organisation and a place).
 * unattested: a `work` or `organization` answer the text never calls one, or a `person` it
@@ -111,6 +113,8 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         return "dated"
     if answer is not None and ix.other_kind(answer):
         return "kind"
+    if answer is not None and answer in ix.fragments:
+        return "fragment"
     if answer is not None and ix.ent_label[answer] in NAMED_LABELS and ix.label_in_doubt(answer):
         return "doubt"
     if answer is not None and not ix.attested(answer):

@@ -751,3 +751,28 @@ def test_the_selection_rules_bench_names_the_rule_that_drops_a_labelled_subgraph
     assert first_refusal(ix, row("chain/direct/organisation", ["carrow_0", "vellmoor_0"], "parliament of england")) \
         is None
     assert first_refusal(ix, row("chain/direct/other", ["vellmoor_0", "orrin_0"], "the orrin dynasty")) == "kind"
+
+
+def test_a_name_ner_cut_out_of_a_longer_one_is_no_answer(store):
+    """Draw 11 and 12 writers refused 'Jean Léopold' (of Cuvier's five given names) and 'Portuguese
+    War' (of the Spanish-Portuguese War): every mention of such an answer runs on into a longer
+    name. A possessive ends a name ('Ilse Vantongeren's Harbour Atlas') and is no such run."""
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("cuvier", "Harbour naturalists",
+              "Georges Jean Léopold Cuvier studied the fossils of Lake Tessaly; Ilse Vantongeren's Harbour Atlas "
+              "drew on them.",
+              [("Jean Léopold", "person"), ("Lake Tessaly", "location"), ("Ilse Vantongeren", "person")]),
+             ("wars", "Tessaly wars",
+              "The Tessaly-Orrin War of 1801 ended at Dunmere; the Harbour Mutiny followed in 1803.",
+              [("Orrin War", "event"), ("1801", "date"), ("Dunmere", "location"), ("the Harbour Mutiny", "event"),
+               ("1803", "date")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    key = ix.key_index
+    assert {key("jean léopold"), key("orrin war")} <= ix.fragments
+    assert not {key("ilse vantongeren"), key("the harbour mutiny"), key("tobin marl")} & ix.fragments
+    persons = set(answer_pool(ix, frozenset({"person"}), SMALL))
+    events = set(answer_pool(ix, frozenset({"event"}), SMALL))
+    assert key("jean léopold") not in persons and key("ilse vantongeren") in persons
+    assert key("orrin war") not in events and key("the harbour mutiny") in events

@@ -69,6 +69,9 @@ class Cues:
     lead_verb: str | None = None
     reference_before: str | None = None  # just before a date: the date a figure is given as of
     reference_after: str | None = None  # just after it
+    # label -> a pattern on (the character before a mention) + "|" + (the 3 after it) that says the
+    # mention is a piece of a longer name; an entity all of whose mentions are is no answer
+    fragment: dict[str, str] = field(default_factory=dict)
 
 
 # spaCy's small English model tags as WORK_OF_ART or LAW whatever is capitalised and titled-looking:
@@ -160,6 +163,9 @@ _CUES = {
                          r"([0-9] (million|billion|thousand)|[0-9],[0-9]{3})( (people|inhabitants|residents))?"
                          r"( in| \(|\())"
                          r"\s*(the\s*)?(year\s*)?$",
+        # 'Jean Léopold' of 'Georges Jean Léopold Nicolas Frédéric Cuvier' (a name that goes on,
+        # not after a possessive), 'Portuguese War' of 'the Spanish-Portuguese War'
+        fragment={"person": r"^.\| [A-Z]", "event": r"^[-‐–]\|"},
         reference_after=r"^\s*(census|estimates?|population (estimate|census|count)|dollars)\b|"
                         r"^,?\s*(the|its|it)\s*([a-z]+\s+)?(had|has|was)\s+(an?\s+)?(estimated\s+|total\s+)?population|"
                         r"^,\s*(the|its)\s+([\w'’]+\s+){0,2}population\b",
@@ -226,6 +232,8 @@ class SelectionIndex:
     chunk_about: list[int] = field(default_factory=list)  # entity the chunk's document is about, or -1
     # entities whose name is some document's title, whether or not NER found them in that document
     titled: frozenset[int] = frozenset()
+    # entities every mention of which NER cut out of a longer name ('Jean Léopold', 'Portuguese War')
+    fragments: frozenset[int] = frozenset()
     # (chunk, entity) -> the label NER gave the entity in that chunk, where it differs from the
     # entity's own: one name for two things ('Барселона' the club and the city, 'École')
     off_labels: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -730,6 +738,24 @@ HAVING bool_and(regexp_matches(lower(substr(c.text, greatest(m.start - 39, 1), l
 """
 
 
+_FRAGMENT_SQL = f"""
+SELECT coalesce(i.identity, m.entity_key) AS entity_key {_LIVE_MENTIONS}
+WHERE c.lang = ? AND m.label = ?
+GROUP BY 1
+HAVING bool_and(regexp_matches(substr(c.text, greatest(m.start, 1), 1) || '|' || substr(c.text, m."end" + 1, 3), ?)
+                AND NOT regexp_matches(substr(c.text, greatest(m."end" - 1, 1), 2), ?))
+"""
+
+
+def _fragments(store: Any, lang: str) -> set[str]:
+    """Entities every mention of which is a piece of a longer name (``Cues.fragment``)."""
+    return {r["entity_key"] for label, pattern in cues(lang).fragment.items()
+            for r in store.query(_FRAGMENT_SQL, [lang, label, pattern, _POSSESSIVE])}
+
+
+_POSSESSIVE = "['’]s"  # 'Stanley Kramer's Judgment at Nuremberg': the name ends where the title begins
+
+
 def _reference_dates(store: Any, lang: str) -> list[tuple[str, str]]:
     """(chunk, date) where the chunk gives the date only as when a figure held (``REFERENCE``)."""
     found = cues(lang)
@@ -849,6 +875,7 @@ def _load(store: Any, lang: str) -> SelectionIndex:
         ent_df=ent_df,
         chunk_about=chunk_about,
         titled=titled,
+        fragments=frozenset(e for e in map(ent_pos.get, _fragments(store, lang)) if e is not None),
         off_labels=off_labels,
         categories=categories,
         common_words=_common_words(store, lang),

@@ -73,7 +73,7 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
 
     def build() -> list[int]:
         return [e for e, lab in enumerate(ix.ent_label)
-                if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous
+                if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous and e not in ix.fragments
                 and ((lab in NAMED_LABELS and ix.nameworthy(e) and not ix.other_kind(e)
                       and not ix.label_in_doubt(e) and ix.attested(e))
                      or (lab in VALUE_KINDS and ix.good_value(e)))]
