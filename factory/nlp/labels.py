@@ -70,7 +70,7 @@ OTHER_KIND_WORDS: dict[str, dict[str, frozenset[str]]] = {
                                       "site", "colony", "colonies", "award", "prize", "medal", "trophy", "cup"})},
     "event": {"en": frozenset({"dynasty", "dynasties", "bridge", "cup", "prize", "award", "medal", "trophy",
                                "reich", "colonies", "colony", "empire", "kingdom", "republic", "period", "era",
-                               "age", "ages"})},
+                               "age"})},
 }
 HEAD_ONLY = frozenset({"organization", "event"})
 _HEAD_BEFORE = ("of", "for", "in")

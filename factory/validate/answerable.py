@@ -86,9 +86,7 @@ def computed(answer: str, quotes: list[str], lang: str, *, across: bool = True) 
     if len(target) != 1:
         return False
     goal, half_unit = target[0]
-    # a result matches within 0.5%, or rounds to the answer as written with a scale word ("1.1
-    # million" for 1,097,329); a plain "918" is 918 within 0.5%
-    tolerance = max(0.5e-2 * abs(goal), 0.01, half_unit)
+    tolerance = _tolerance(goal, half_unit)
     for a, b in _pairs([_numbers(q, lang) for q in quotes], across):
         results = [abs(a - b), a + b, a * b] + ([a / b] if b else []) + ([b / a] if a else [])
         if any(abs(r - goal) <= tolerance for r in results):
@@ -104,7 +102,14 @@ _STATED = re.compile(r"(?:=|≈|\b(?:answer|ответ)\s*:)\s*(?:about|approxim
                      re.IGNORECASE)
 
 
-def stated_results(findings: str, lang: str) -> list[str]:
+def _tolerance(goal: float, *halves: float) -> float:
+    """How far a result may be from ``goal`` and match: 0.5%, or the rounding a number written
+    with a scale word implies (``halves``: "1.1 million" for 1,097,329); a plain "918" is 918
+    within 0.5%."""
+    return max(0.5e-2 * abs(goal), 0.01, *halves)
+
+
+def stated_results(findings: str) -> list[str]:
     """The results a draft's findings state (with a scale word after them, "1.1 million"), where
     they state any: a calculation's answer must be one of them, or the steps computed something else."""
     return [f"{m.group(1)}{m.group(2) or ''}".strip() for m in _STATED.finditer(findings)]
@@ -117,7 +122,7 @@ def same_number(answer: str, stated: str, lang: str) -> bool:
     if len(mine) != 1 or not theirs:
         return not mine  # an answer without one number is not compared
     (goal, half), (value, other_half) = mine[0], theirs[0]
-    return abs(goal - value) <= max(0.5e-2 * abs(goal), 0.01, half, other_half, 0.5)
+    return abs(goal - value) <= _tolerance(goal, half, other_half, 0.5)
 
 
 def _pairs(per_step: list[list], across: bool) -> Iterator[tuple]:
@@ -200,7 +205,7 @@ class AnswerableValidator:
             reached, how = True, "computed"
         if not reached:
             return fail("answer_not_reached", answer=draft.answer, chunk=draft.answer_chunk_id or "?")
-        stated = stated_results(" ".join(s.finding for s in steps), lang) if across else []
+        stated = stated_results(" ".join(s.finding for s in steps)) if across else []
         if stated and not any(same_number(draft.answer, r, lang) for r in stated):
             return fail("answer_not_stated", answer=draft.answer, stated=", ".join(dict.fromkeys(stated)))
         return verdict(self.name, True, steps=len(steps), answer=how)

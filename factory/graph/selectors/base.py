@@ -414,8 +414,12 @@ class SelectionIndex:
         # one name the other's initials: «РТ» / «Республика Татарстан», "UAE" / "United Arab Emirates"
         return bool(self._initials(a) & self._forms(b)) or bool(self._initials(b) & self._forms(a))
 
+    def _name_forms(self, e: int) -> list[str]:
+        """The name and the first aliases: the forms the name comparisons below read."""
+        return [self.ent_name[e], *self.ent_aliases[e][:4]]
+
     def _forms(self, e: int) -> frozenset[str]:
-        return frozenset(_plain(f) for f in [self.ent_name[e], *self.ent_aliases[e][:4]])
+        return frozenset(_plain(f) for f in self._name_forms(e))
 
     def _initials(self, e: int) -> frozenset[str]:
         """The initials of the entity's names of two words or more, lower-cased ('рт' of
@@ -425,7 +429,7 @@ class SelectionIndex:
         found = memo.get(e)
         if found is None:
             found = set()
-            for name in [self.ent_name[e], *self.ent_aliases[e][:4]]:
+            for name in self._name_forms(e):
                 words = [w for w in re.findall(r"[^\W\d_]+", name) if w[0].isupper()]
                 if len(words) >= 2:
                     found.add("".join(w[0] for w in words).casefold())
@@ -441,7 +445,7 @@ class SelectionIndex:
             if self.ent_label[e] not in NAMED_LABELS:  # values: '1987 году' and '1954 году' share only the unit
                 found = memo[e] = ()
                 return found
-            forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
+            forms = self._name_forms(e)
             words = [[t for t in content(tokenize(f, self.lang)) if t.number is None] for f in forms]
             # stems and lemmas both: the stemmer cuts 'Сергиев' to 'серг' but 'Сергиева' to
             # 'сергиев', while the lemmas agree ('сергиев'); 'Olympic' / 'Olympics' the other way
@@ -453,7 +457,7 @@ class SelectionIndex:
         memo = self.memo.setdefault(("names",), {})
         found = memo.get(e)
         if found is None:
-            forms = [self.ent_name[e], *self.ent_aliases[e][:4]]
+            forms = self._name_forms(e)
             found = memo[e] = tuple({_plain(f) for f in forms if len(_plain(f)) >= 4})
         return found
 
@@ -464,8 +468,8 @@ class SelectionIndex:
         it dates. Of the English temporal and comparison subgraphs of draws 10 (rewritten) and 11
         with their reselections that rested on such a date, writers found an honest question for
         3 of 17."""
-        return [e for e in self.ents_with(chunk, kinds)
-                if self.good_value(e) and (as_of or self.off_labels.get((chunk, e)) != REFERENCE)]
+        found = [e for e in self.ents_with(chunk, kinds) if self.good_value(e)]
+        return found if as_of else self.events(chunk, found)
 
     def events(self, chunk: int, values: list[int]) -> list[int]:
         """Those of the chunk's ``values`` that date something, not only a figure (``REFERENCE``)."""
@@ -747,13 +751,13 @@ HAVING bool_and(regexp_matches(substr(c.text, greatest(m.start, 1), 1) || '|' ||
 """
 
 
+_POSSESSIVE = "['’]s"  # 'Stanley Kramer's Judgment at Nuremberg': the name ends where the title begins
+
+
 def _fragments(store: Any, lang: str) -> set[str]:
     """Entities every mention of which is a piece of a longer name (``Cues.fragment``)."""
     return {r["entity_key"] for label, pattern in cues(lang).fragment.items()
             for r in store.query(_FRAGMENT_SQL, [lang, label, pattern, _POSSESSIVE])}
-
-
-_POSSESSIVE = "['’]s"  # 'Stanley Kramer's Judgment at Nuremberg': the name ends where the title begins
 
 
 def _reference_dates(store: Any, lang: str) -> list[tuple[str, str]]:
