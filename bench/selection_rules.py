@@ -34,6 +34,10 @@ others. Rules, in order:
   organisations; 'Morne Diablotins', 'Canis Minor' as persons).
 * article: in a corpus of articles, an answer that is an article's subject, also where the
   article's first sentence names it in full ('Ansel Easton Adams' of 'Ansel Adams').
+* listed: a chain's or a temporal chain's answer that its passage only lists among three or
+  more names of its kind ('nine authors: ..., Sebastian Faulks, ...': ``SelectionIndex.singled_out``).
+* met: an intersection clue that another document names together with the answer ('Kant' and
+  Königsberg): the clue alone gives the answer away (``intersection._meets_only_in``).
 
 Draws made after a rule existed cannot show what it drops (the selector never drew what
 it refuses): pass only the draws made before it. Prints one JSON line per set and a
@@ -73,7 +77,7 @@ def _undated(ix: Any, mechanic: str, sub: dict[str, Any], pos: dict[str, int]) -
 def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
     """The first rule that refuses the reference row's subgraph, or None."""
     from factory.graph.selectors.base import NAMED_LABELS
-    from factory.graph.selectors.intersection import _rival_in
+    from factory.graph.selectors.intersection import _meets_only_in, _rival_in
 
     sub = row["subgraph"]
     mechanic = row["cell"].split("/")[0]
@@ -121,6 +125,14 @@ def first_refusal(ix: Any, row: dict[str, Any]) -> str | None:
         return "unattested"
     if answer is not None and mechanic != "comparison" and ix.of_articles() and answer in ix.article_subjects():
         return "article"
+    if answer is not None and mechanic in ("chain", "temporal"):
+        last = [pos[c] for c, role in sub["roles"].items() if role == "answer" and c in pos]
+        if last and not ix.singled_out(last[0], answer):
+            return "listed"
+    if answer is not None and mechanic == "intersection":
+        clues = [key(k) for k in sub["constraint_entities"]]
+        if any(x is not None and not _meets_only_in(ix, x, answer, c) for c, x in zip(chunks, clues)):
+            return "met"
     return None
 
 

@@ -776,3 +776,75 @@ def test_a_name_ner_cut_out_of_a_longer_one_is_no_answer(store):
     events = set(answer_pool(ix, frozenset({"event"}), SMALL))
     assert key("jean léopold") not in persons and key("ilse vantongeren") in persons
     assert key("orrin war") not in events and key("the harbour mutiny") in events
+
+
+def test_an_answer_its_passage_only_lists_ends_no_chain(store):
+    """Reference writers refused chains ending in 'Sebastian Faulks' (one of nine Bond authors a
+    passage lists) or 'Енисейск' beside five other towns: the last passage says nothing of the
+    answer alone. A list of three names of one kind marks it; two names, or names of different
+    kinds, do not."""
+    from bench.selection_rules import first_refusal
+    from factory.graph.selectors.chain import answer_pool
+
+    extra = [("medal", "Orrin Medal",
+              "The Orrin Medal went to Ada Brisk, Ilse Marl and Tobias Fenn in 1999. Ada Brisk and Nell Ormond "
+              "shared its first jury; Edmund Carrow, Dunmere and Maren Oswick are named on its plaque.",
+              [("Orrin Medal", "other"), ("Ada Brisk", "person"), ("Ilse Marl", "person"), ("Tobias Fenn", "person"),
+               ("1999", "date"), ("Nell Ormond", "person"), ("Edmund Carrow", "person"), ("Dunmere", "location"),
+               ("Maren Oswick", "person")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    key, medal = ix.key_index, ix.chunk_ids.index("medal_0")
+    assert not ix.singled_out(medal, key("ilse marl")) and not ix.singled_out(medal, key("tobias fenn"))
+    # 'Ada Brisk' also stands alone in a pair; the plaque's names are of two kinds
+    assert ix.singled_out(medal, key("ada brisk")) and ix.singled_out(medal, key("nell ormond"))
+    assert ix.singled_out(medal, key("edmund carrow")) and ix.singled_out(medal, key("maren oswick"))
+    assert ix.singled_out(ix.chunk_ids.index("fenn_0"), key("tobias fenn"))
+    assert key("ilse marl") in answer_pool(ix, frozenset({"person"}), SMALL)  # only the list rule keeps her out
+    row = {"cell": "chain/direct/person",
+           "subgraph": {"chunk_ids": ["brisk_0", "medal_0"], "answer_entity": "ilse marl",
+                        "bridge_entities": ["ada brisk"], "constraint_entities": ["vellmoor"],
+                        "roles": {"brisk_0": "start", "medal_0": "answer"}, "figures": {"selector": "chain"}}}
+    assert first_refusal(ix, row) == "listed"  # bench.selection_rules names the rule
+    cell = Cell(mechanic="chain", form="direct", answer_type="person")
+    answers = set()
+    for seed in range(60):
+        try:
+            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        except NoSubgraph:
+            continue
+        answers.add(sub.answer_entity)
+        assert sub.answer_entity != "ilse marl"
+        assert not (sub.answer_entity == "tobias fenn" and sub.chunk_ids[-1] == "medal_0")
+    assert len(answers) >= 3
+
+
+def test_an_intersection_clue_never_meets_its_answer_in_another_document(store):
+    """Writers refused intersections whose clue alone gives the answer because another document
+    says the two together ('Kant' and Königsberg, 'Jiangsu' and Anhui). Here a jury's note names
+    Tobias Fenn beside the Corrin Society, which the prize's article names beside him too: as his
+    clue there the society would meet him twice."""
+    from factory.graph.selectors.intersection import _meets_only_in
+
+    extra = [("jury", "Corrin jury",
+              "In 1975 Tobias Fenn chaired the jury of the Corrin Society, with Ada Brisk and Nell Ormond.",
+              [("1975", "date"), ("Tobias Fenn", "person"), ("Corrin Society", "organization"), ("Ada Brisk", "person"),
+               ("Nell Ormond", "person")])]
+    write_world(store, WORLD_EN + extra, "en")
+    ix = SelectionIndex.load(store, "en")
+    key, fenn = ix.key_index, ix.chunk_ids.index("fenn_0")
+    assert not _meets_only_in(ix, key("corrin prize"), key("tobias fenn"), fenn)
+    assert not _meets_only_in(ix, key("corrin society"), key("tobias fenn"), ix.chunk_ids.index("jury_0"))
+    assert _meets_only_in(ix, key("harbour trust"), key("tobias fenn"), fenn)
+    cell = Cell(mechanic="intersection", form="direct", answer_type="person")
+    drawn = 0
+    for seed in range(40):
+        try:
+            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
+        except NoSubgraph:
+            continue
+        drawn += 1
+        answer = key(sub.answer_entity)
+        for chunk, clue in zip(sub.chunk_ids, sub.constraint_entities):
+            assert _meets_only_in(ix, key(clue), answer, ix.chunk_ids.index(chunk))
+    assert drawn

@@ -88,10 +88,12 @@ def _prefer_articles(ix: SelectionIndex, chunks: list[int], entity: int) -> list
 
 def walk_back(ix: SelectionIndex, rng: random.Random, params: SelectorParams, answer: int, need: Need | None,
               fail: Failures) -> tuple[list[int], list[int]] | None:
-    """Answer first: a chunk holding the answer, then bridges backwards, each to a chunk in a
-    new document that does not mention the answer (so no earlier hop gives it away)."""
+    """Answer first: a chunk holding the answer (and saying something of it, not only listing
+    it), then bridges backwards, each to a chunk in a new document that does not mention the
+    answer (so no earlier hop gives it away)."""
     allowed = ix.bridge_set(params)
-    ok_last = [c for c in ix.ent_chunks[answer] if (need is None or need(c)) and ix.plain(c, answer)]
+    ok_last = [c for c in ix.ent_chunks[answer]
+               if (need is None or need(c)) and ix.plain(c, answer) and ix.singled_out(c, answer)]
     if not ok_last:
         fail.add("answer has no qualifying chunk")
         return None

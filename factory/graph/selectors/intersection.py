@@ -4,7 +4,9 @@ Each constraint chunk comes from a different document and contributes one constr
 entity; each constraint alone must fit some other entity of the answer's type too (it
 co-occurs with one), each chunk names another thing of the answer's kind beside it (read
 alone, it leaves a choice), and no chunk holds two constraints together with the answer,
-so only the intersection of separate searches pins the answer down.
+so only the intersection of separate searches pins the answer down. A clue meets the
+answer in its own document only: where another document also names the two together, that
+link is written out elsewhere, and the clue alone gives the answer away (Kant's birthplace).
 """
 
 from __future__ import annotations
@@ -55,6 +57,16 @@ def _rival_in(ix: SelectionIndex, chunk: int, answer: int) -> bool:
                for e in ix.chunk_ents[chunk])
 
 
+def _meets_only_in(ix: SelectionIndex, x: int, answer: int, chunk: int) -> bool:
+    """Do the clue and the answer share chunks of the clue chunk's document only? Over every
+    labelled reference draw (both languages, 1,139 distinct subgraphs) the other case marks 19
+    with no honest question that no other rule refused (Anhui by 'Jiangsu', the Kuomintang by
+    'Sun Yat-sen', «ЦРУ» by «Афганистан»: each clue alone gives the answer) and one with an
+    honest question (1868, which a third article also gives beside the Meiji Restoration)."""
+    doc = ix.chunk_doc[chunk]
+    return all(ix.chunk_doc[c] == doc for c in set(ix.ent_chunks[x]).intersection(ix.ent_chunks[answer]))
+
+
 def _constraint_ok(ix: SelectionIndex, x: int, answer: int, taken: list[int], params: SelectorParams) -> bool:
     """A named thing or a dated fact, not a hub, not another name of the answer, not taken."""
     label = ix.ent_label[x]
@@ -87,7 +99,8 @@ def select_intersection(ix: SelectionIndex, cell: Cell, labels: frozenset[str], 
         for c in chunks_in_new_docs(ix, ix.ent_chunks[answer], set(), rng,
                                     lambda c: ix.plain(c, answer) and _rival_in(ix, c, answer)):
             options = [x for x in ix.chunk_ents[c]
-                       if _constraint_ok(ix, x, answer, constraints, params) and ix.plain(c, x)]
+                       if _constraint_ok(ix, x, answer, constraints, params) and ix.plain(c, x)
+                       and _meets_only_in(ix, x, answer, c)]
             rng.shuffle(options)
             options.sort(key=lambda x: x != ix.about(c))  # the chunk's subject makes the clearest clue
             for x in options:
