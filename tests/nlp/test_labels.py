@@ -21,6 +21,16 @@ from factory.nlp.labels import names_other_kind, other_kind_stem
     ("person", "under John Adams"),
     ("person", "ibn al-Ḥakam al-Rabdī"),
     ("work", "the Nobel Prize in Physics"),
+    # draw 13: places tagged as organisations or events, rulers by their regnal numerals
+    ("organization", "the Jamestown Settlement"),
+    ("organization", "the Piazza della Signoria"),
+    ("organization", "Kaziranga National Park"),
+    ("organization", "the Miguel de Cervantes Prize"),
+    ("event", "the Korean Demilitarized Zone"),
+    ("event", "Abdülhamid II"),
+    ("organization", "Boleslaus IV"),
+    ("organization", "Tsar Nicholas II"),
+    ("location", "Louis IX"),
 ])
 def test_another_kind(label, name):
     assert names_other_kind(label, name, "en")
@@ -37,6 +47,13 @@ def test_another_kind(label, name):
     ("person", "al-Biruni"),
     ("person", "Émile Zola"),
     ("work", "The Bridge on the River Kwai"),
+    ("work", "Jurassic Park"),
+    ("event", "World War II"),
+    ("other", "Generation X"),
+    ("organization", "Banco di Napoli"),
+    ("organization", "Manchester City"),
+    ("organization", "the Lake Placid Club"),
+    ("person", "Louis IX"),
 ])
 def test_its_own_kind(label, name):
     assert not names_other_kind(label, name, "en")
