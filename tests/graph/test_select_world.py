@@ -781,24 +781,27 @@ def test_a_name_ner_cut_out_of_a_longer_one_is_no_answer(store):
 def test_an_answer_its_passage_only_lists_ends_no_chain(store):
     """Reference writers refused chains ending in 'Sebastian Faulks' (one of nine Bond authors a
     passage lists) or 'Енисейск' beside five other towns: the last passage says nothing of the
-    answer alone. A list of three names of one kind marks it; two names, or names of different
-    kinds, do not."""
+    answer alone. A list of three names marks it, whatever kinds NER gave them; two names do not,
+    nor do dates beside names."""
     from bench.selection_rules import first_refusal
     from factory.graph.selectors.chain import answer_pool
 
     extra = [("medal", "Orrin Medal",
               "The Orrin Medal went to Ada Brisk, Ilse Marl and Tobias Fenn in 1999. Ada Brisk and Nell Ormond "
-              "shared its first jury; Edmund Carrow, Dunmere and Maren Oswick are named on its plaque.",
+              "shared its first jury; Edmund Carrow, Dunmere and Maren Oswick are named on its plaque. "
+              "In 1834, 1841 and 1903 Lake Tessaly froze.",
               [("Orrin Medal", "other"), ("Ada Brisk", "person"), ("Ilse Marl", "person"), ("Tobias Fenn", "person"),
                ("1999", "date"), ("Nell Ormond", "person"), ("Edmund Carrow", "person"), ("Dunmere", "location"),
-               ("Maren Oswick", "person")])]
+               ("Maren Oswick", "person"), ("1834", "date"), ("1841", "date"), ("1903", "date"),
+               ("Lake Tessaly", "location")])]
     write_world(store, WORLD_EN + extra, "en")
     ix = SelectionIndex.load(store, "en")
     key, medal = ix.key_index, ix.chunk_ids.index("medal_0")
     assert not ix.singled_out(medal, key("ilse marl")) and not ix.singled_out(medal, key("tobias fenn"))
-    # 'Ada Brisk' also stands alone in a pair; the plaque's names are of two kinds
+    # 'Ada Brisk' also stands alone in a pair; the plaque lists a place among persons; dates list no name
     assert ix.singled_out(medal, key("ada brisk")) and ix.singled_out(medal, key("nell ormond"))
-    assert ix.singled_out(medal, key("edmund carrow")) and ix.singled_out(medal, key("maren oswick"))
+    assert not ix.singled_out(medal, key("dunmere")) and not ix.singled_out(medal, key("maren oswick"))
+    assert ix.singled_out(medal, key("lake tessaly")) and ix.singled_out(medal, key("1903"))
     assert ix.singled_out(ix.chunk_ids.index("fenn_0"), key("tobias fenn"))
     assert key("ilse marl") in answer_pool(ix, frozenset({"person"}), SMALL)  # only the list rule keeps her out
     row = {"cell": "chain/direct/person",
