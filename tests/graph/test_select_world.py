@@ -133,6 +133,13 @@ TAX = load_taxonomy()
 SMALL = SelectorParams(bridge_max_df=4, answer_max_df=50, article_answers=True)
 
 
+def encyclopedia_persons(ix: SelectionIndex) -> set[int]:
+    """The person answers where, as in a real encyclopedia, an article's subject is none."""
+    from factory.graph.selectors.chain import answer_pool
+
+    return set(answer_pool(ix, frozenset({"person"}), SMALL.model_copy(update={"article_answers": False})))
+
+
 @pytest.mark.parametrize("answer_type", ["person", "place", "organisation", "date", "number"])
 def test_chain_connects_through_bridges(world, answer_type):
     held = chunk_mentions(world)
@@ -642,8 +649,6 @@ def test_an_article_names_its_subject_in_full_before_its_verb(store):
     """'Orla Maren Venn was a poet' in the article 'Orla Venn': the full name is the article's
     subject (so no answer where article subjects are none); a name that lacks a word of the title
     ('Venn diagram') is not."""
-    from factory.graph.selectors.chain import answer_pool
-
     extra = [("venn", "Orla Venn",
               "Orla Maren Venn was a poet born in Dunmere. Her first book appeared in 1902.",
               [("Orla Maren Venn", "person"), ("Dunmere", "location"), ("1902", "date")]),
@@ -659,16 +664,13 @@ def test_an_article_names_its_subject_in_full_before_its_verb(store):
     chunk = ix.chunk_ids.index
     assert ix.about(chunk("venn_0")) == orla and ix.about(chunk("poets_0")) == -1
     assert ix.about(chunk("diagram_0")) == -1
-    plain = SMALL.model_copy(update={"article_answers": False})
-    persons = set(answer_pool(ix, frozenset({"person"}), plain))
+    persons = encyclopedia_persons(ix)
     assert orla not in persons and tobin in persons
 
 
 def test_an_article_s_title_makes_its_subject_no_answer_where_ner_missed_it_there(store):
     """NER often misses a lead's own subject ('Pablo Ruiz Picasso (1881-1973) was'): the entity
     other articles name 'Orla Venn' still has an article of its own, titled so."""
-    from factory.graph.selectors.chain import answer_pool
-
     extra = [("venn", "Orla Venn",
               "Orla Maren Venn (1870-1931) was a poet born in Dunmere. Her first book appeared in 1902.",
               [("Dunmere", "location"), ("1902", "date")]),
@@ -680,8 +682,7 @@ def test_an_article_s_title_makes_its_subject_no_answer_where_ner_missed_it_ther
     orla, tobin = ix.key_index("orla venn"), ix.key_index("tobin marl")
     assert ix.about(ix.chunk_ids.index("venn_0")) == -1, "NER found no subject in the article itself"
     assert orla in ix.article_subjects() and tobin not in ix.article_subjects()
-    plain = SMALL.model_copy(update={"article_answers": False})
-    persons = set(answer_pool(ix, frozenset({"person"}), plain))
+    persons = encyclopedia_persons(ix)
     assert orla not in persons and tobin in persons
 
 
