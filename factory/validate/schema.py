@@ -116,13 +116,18 @@ def _is_title_type(answer_type: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<!\b\w)(?<!\bSt)(?<!\bим)[.!?;]\s+\S")
 
 
+# a final dot that closes a name's abbreviation or initial, not a sentence: "George Walton Lucas
+# Jr." (a reference comparison draft refused as a sentence), "Warner Bros.", "John F."
+_NAME_END = re.compile(r"(?:\b(?:Jr|Sr|St|Inc|Ltd|Co|Corp|Bros|Jun|Sen|Esq|Plc|им|г)|\b\w)\.$")
+
+
 def _is_sentence(answer: str, tokens: list, lang: str, *, titled: bool) -> bool:
     text = answer.strip()
     if _SENTENCE_END.search(text) and len(tokens) > 4:
         return True
     if titled:
         return False
-    if text.endswith((".", "!", "?")) and len(tokens) > 3:
+    if text.endswith((".", "!", "?")) and len(tokens) > 3 and not _NAME_END.search(text):
         return True
     words = {t.fold for t in tokens}
     return len(tokens) > 2 and bool(words & _SENTENCE_WORDS.get(lang, set()))

@@ -165,6 +165,10 @@ def test_shortcut_reports_missing_searchers():
         ("Moscow State University named after M. V. Lomonosov", "organisation", True, "en"),
         ("He was the founder of it", "person", False, "en"),
         ("Edmund Carrow. He founded the works in 1834.", "person", False, "en"),
+        # a reference comparison answer the suffix's dot once made a sentence
+        ("George Walton Lucas Jr.", "person", True, "en"),
+        ("Warner Bros. Entertainment Inc.", "organisation", True, "en"),
+        ("He founded the works in 1834.", "person", False, "en"),
         ("one two three four five six seven eight nine", "other", False, "en"),
         # a draw 7 answer the initial's dot once made a sentence
         ("Татарский государственный академический театр имени Г. Камала", "organisation", True, "ru"),
