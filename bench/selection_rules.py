@@ -35,7 +35,7 @@ others. Rules, in order:
 * article: in a corpus of articles, an answer that is an article's subject, also where the
   article's first sentence names it in full ('Ansel Easton Adams' of 'Ansel Adams').
 * listed: a chain's or a temporal chain's answer that its passage only lists among three or
-  more names of its kind ('nine authors: ..., Sebastian Faulks, ...': ``SelectionIndex.singled_out``).
+  more names ('nine authors: ..., Sebastian Faulks, ...': ``SelectionIndex.singled_out``).
 * met: an intersection clue that another document names together with the answer ('Kant' and
   Königsberg): the clue alone gives the answer away (``intersection._meets_only_in``).
 

@@ -246,7 +246,7 @@ class SelectionIndex:
     # entities every mention of which NER cut out of a longer name ('Jean Léopold', 'Portuguese War')
     fragments: frozenset[int] = frozenset()
     # (chunk, entity) where the chunk names the entity only as one of a list of three or more
-    # names of its kind ('nine authors: ..., Sebastian Faulks, ...'): ``Cues.listing``
+    # names ('nine authors: ..., Sebastian Faulks, ...'): ``Cues.listing``
     listed: frozenset[tuple[int, int]] = frozenset()
     # (chunk, entity) -> the label NER gave the entity in that chunk, where it differs from the
     # entity's own: one name for two things ('Барселона' the club and the city, 'École')
@@ -412,9 +412,9 @@ class SelectionIndex:
         return (chunk, e) not in self.off_labels
 
     def singled_out(self, chunk: int, e: int) -> bool:
-        """Does the chunk say something of the entity alone, not only list it among others of its
-        kind? A chain's last hop must: a passage that lists Sebastian Faulks among nine authors
-        gives no property that leads to him rather than to the other eight."""
+        """Does the chunk say something of the entity alone, not only list it among other names?
+        A chain's last hop must: a passage that lists Sebastian Faulks among nine authors gives
+        no property that leads to him rather than to the other eight."""
         return (chunk, e) not in self.listed
 
     def category(self, e: int) -> str | None:
@@ -811,6 +811,7 @@ HAVING bool_and((joined AND (joined_before OR joined_after)) OR (joined_after AN
 def _listed(store: Any, lang: str) -> list[tuple[str, str]]:
     """(chunk, entity) where every mention of the entity in the chunk stands in a list (``Cues.listing``)."""
     from factory.nlp.labels import NAMED
+
     pattern = cues(lang).listing
     if pattern is None:
         return []

@@ -59,7 +59,7 @@ def _rival_in(ix: SelectionIndex, chunk: int, answer: int) -> bool:
 
 def _meets_only_in(ix: SelectionIndex, x: int, answer: int, chunk: int) -> bool:
     """Do the clue and the answer share chunks of the clue chunk's document only? Over every
-    labelled reference draw (both languages, 1,139 distinct subgraphs) the other case marks 19
+    labelled reference draw (both languages, draw 13 included) the other case marks 19
     with no honest question that no other rule refused (Anhui by 'Jiangsu', the Kuomintang by
     'Sun Yat-sen', «ЦРУ» by «Афганистан»: each clue alone gives the answer) and one with an
     honest question (1868, which a third article also gives beside the Meiji Restoration)."""
