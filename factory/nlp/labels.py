@@ -63,12 +63,12 @@ NAMED = frozenset({"person", "organization", "location", "work", "event", "other
 # writers refused, none kept); those heads refuse 55 more ORG entities, all awards, colonies or
 # cups (40 of 40 read). Draw 13 found places tagged as organisations or events ('the Jamestown
 # Settlement', 'the Piazza della Signoria', 'the Korean Demilitarized Zone' twice) and rulers by
-# their numerals (below): with those, the place heads refuse 82 more entities in en-wiki-vital (61
-# ORG, 12 EVENT, 9 rulers of other labels), all of them places or rulers but one project ('the
-# Apennines Park of Europe Project'). Over every labelled English draw they drop 6 subgraphs with no
-# honest question and one drafted in draw 2 under its looser rule (a ruler, 'Theodosius II', as the
-# answer of an event cell). A club named for its city keeps its head ('Manchester City': 'city' is
-# no organisation's kind word), and so does a work ('Jurassic Park': works are not matched by head).
+# their numerals (``_REGNAL`` below). Together these refuse 77 more entities in en-wiki-vital,
+# all of them places or rulers but one project ('the Apennines Park of Europe Project'). Over every
+# labelled English draw they drop 6 subgraphs with no honest question and one drafted in draw 2
+# under its looser rule (a ruler, 'Theodosius II', as the answer of an event cell). A club named
+# for its city keeps its kind ('Manchester City': 'city' is no organisation kind word), and so
+# does a work named for a place ('Jurassic Park': place words are not work kind words).
 OTHER_KIND_WORDS: dict[str, dict[str, frozenset[str]]] = {
     "work": {"en": frozenset({"prize", "award", "medal", "trophy"})},
     "organization": {"en": frozenset({"empire", "caliphate", "emirate", "sultanate", "khanate", "kingdom", "dynasty",
@@ -83,7 +83,7 @@ OTHER_KIND_WORDS: dict[str, dict[str, frozenset[str]]] = {
 }
 HEAD_ONLY = frozenset({"organization", "event"})
 _HEAD_BEFORE = ("of", "for", "in")
-_ROMANCE_OF = ("della", "di", "de", "del", "des", "du")
+_ROMANCE_OF = ("della", "delle", "dello", "dell", "dei", "degli", "di", "de", "del", "des", "du")
 
 
 def _head(words: list[str]) -> int:
@@ -128,19 +128,24 @@ _PERSON_START = re.compile(r"^(?:[ae]l[-‐]\s*)?[^\W\d_]")
 # A ruler's regnal numeral ends a person's name: spaCy tags 'Abdülhamid II' as an event and
 # 'Boleslaus IV', 'Tsar Nicholas II' as organisations (draw 13: two answers its writers refused as
 # persons). In en-wiki-vital 38 entities of other labels end so; all are rulers but 'World War I',
-# 'World War II' and 'Generation X', whose word before the numeral says what they are.
+# 'World War II' and 'Generation X', whose word before the numeral says what they are. Works and
+# other things are left alone: a play, a game or a rocket bears a numeral too ('Henry V', 'Final
+# Fantasy VII', 'Saturn V').
 _REGNAL = re.compile(r"^(?:the\s+)?[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}\s+[IVX]{1,5}$")
-_NUMBERED = frozenset({"war", "generation", "council", "crusade", "olympiad", "games"})
+_REGNAL_LABELS = frozenset({"organization", "event", "location"})
+_NUMBERED = frozenset({"war", "generation", "council", "crusade", "olympiad", "games", "bowl", "vatican",
+                       "wrestlemania"})
 
 
 def names_other_kind(label: str, name: str, lang: str) -> bool:
     """Whether ``name`` says it is another kind of thing than ``label`` ('Nobel Prizes' as a work,
-    a person's 'name' that starts with a lower-case word, a ruler's name and numeral as an event)."""
+    a person's 'name' that starts with a lower-case word, a ruler's name and numeral as an event,
+    an organisation or a place)."""
     if label == "person" and lang == "en":
         start = _PERSON_START.match(name.strip())
         if start is None or not start.group(0)[-1].isupper():
             return True
-    if label != "person" and lang == "en" and _REGNAL.match(name.strip()):
+    if label in _REGNAL_LABELS and lang == "en" and _REGNAL.match(name.strip()):
         if name.split()[-2].lower() not in _NUMBERED:
             return True
     return _kind_word(label, name, lang) is not None

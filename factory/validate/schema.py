@@ -116,9 +116,9 @@ def _is_title_type(answer_type: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<!\b\w)(?<!\bSt)(?<!\bим)[.!?;]\s+\S")
 
 
-# a final dot that closes a name's abbreviation or initial, not a sentence: "George Walton Lucas
+# a final dot that closes a name's suffix or an initial, not a sentence: "George Walton Lucas
 # Jr." (a reference comparison draft refused as a sentence), "Warner Bros.", "John F."
-_NAME_END = re.compile(r"(?:\b(?:Jr|Sr|St|Inc|Ltd|Co|Corp|Bros|Jun|Sen|Esq|Plc|им|г)|\b\w)\.$")
+_NAME_END = re.compile(r"(?:\b(?:Jr|Sr|St|Inc|Ltd|Co|Corp|Bros|Jun|Sen|Esq|Plc)|\b[A-ZА-ЯЁ])\.$")
 
 
 def _is_sentence(answer: str, tokens: list, lang: str, *, titled: bool) -> bool:

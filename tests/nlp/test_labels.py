@@ -24,6 +24,7 @@ from factory.nlp.labels import names_other_kind, other_kind_stem
     # draw 13: places tagged as organisations or events, rulers by their regnal numerals
     ("organization", "the Jamestown Settlement"),
     ("organization", "the Piazza della Signoria"),
+    ("organization", "Piazza dei Miracoli"),
     ("organization", "Kaziranga National Park"),
     ("organization", "the Miguel de Cervantes Prize"),
     ("event", "the Korean Demilitarized Zone"),
@@ -54,6 +55,11 @@ def test_another_kind(label, name):
     ("organization", "Manchester City"),
     ("organization", "the Lake Placid Club"),
     ("person", "Louis IX"),
+    # a play, a game or a match bears a numeral too
+    ("work", "Henry V"),
+    ("other", "Final Fantasy VII"),
+    ("event", "Super Bowl XIV"),
+    ("event", "Vatican II"),
 ])
 def test_its_own_kind(label, name):
     assert not names_other_kind(label, name, "en")

@@ -169,6 +169,8 @@ def test_shortcut_reports_missing_searchers():
         ("George Walton Lucas Jr.", "person", True, "en"),
         ("Warner Bros. Entertainment Inc.", "organisation", True, "en"),
         ("He founded the works in 1834.", "person", False, "en"),
+        ("Он родился в Туле в 1834 г.", "person", False, "ru"),
+        ("Этот завод основан им.", "organisation", False, "ru"),
         ("one two three four five six seven eight nine", "other", False, "en"),
         # a draw 7 answer the initial's dot once made a sentence
         ("Татарский государственный академический театр имени Г. Камала", "organisation", True, "ru"),

@@ -175,7 +175,7 @@ _CUES = {
         # 'Jean Léopold' of 'Georges Jean Léopold Nicolas Frédéric Cuvier' (a name that goes on,
         # not after a possessive), 'Portuguese War' of 'the Spanish-Portuguese War'
         fragment={"person": r"^.\| [A-Z]", "event": r"^[-‐–]\|"},
-        listing=r"^(\s*[,;]\s*((and|or)\s+)?|\s+(and|or)\s+)$",
+        listing=r"^([\s\pZ]*[,;][\s\pZ]*((and|or)[\s\pZ]+)?|[\s\pZ]+(and|or)[\s\pZ]+)$",  # \pZ: no-break spaces
         reference_after=r"^\s*(census|estimates?|population (estimate|census|count)|dollars)\b|"
                         r"^,?\s*(the|its|it)\s*([a-z]+\s+)?(had|has|was)\s+(an?\s+)?(estimated\s+|total\s+)?population|"
                         r"^,\s*(the|its)\s+([\w'’]+\s+){0,2}population\b",
@@ -185,7 +185,7 @@ _CUES = {
                   r"информирует|цитиру)",
         reference_before=r"(по состоянию на|по данным на|по оценк\w* на|по оценк\w*|перепис\w*( населения)?)\s*$",
         reference_after=r"^\s*(год[а-я]*\s*)?(перепис|по оценк|населени)",
-        listing=r"^(\s*[,;]\s*((и|или)\s+)?|\s+(и|или)\s+)$",
+        listing=r"^([\s\pZ]*[,;][\s\pZ]*((и|или)[\s\pZ]+)?|[\s\pZ]+(и|или)[\s\pZ]+)$",
     ),
 }
 
@@ -780,10 +780,11 @@ def _fragments(store: Any, lang: str) -> set[str]:
             for r in store.query(_FRAGMENT_SQL, [lang, label, pattern, _POSSESSIVE])}
 
 
-# Each mention with the text between it and the mention before it in its chunk; ``joined`` where
-# both are names (not values: NER labels a list's items unevenly, 'Waldensians, Baptist Reformed,
-# Calvinist Methodism') and a list's separator stands between them. A mention is listed where it
-# is one of three or more mentions so joined in a row.
+# Each mention with the text between it and the mention before it in its chunk (in start order);
+# ``joined`` where both are names (not values: NER labels a list's items unevenly, 'Waldensians,
+# Baptist Reformed, Calvinist Methodism') and a list's separator stands between them. A mention is
+# listed where it is one of three or more mentions so joined in a row. A span stored twice or a
+# mention nested in another breaks a row: such a list is missed, never one made up.
 _LISTED_SQL = f"""
 WITH m AS (
     SELECT DISTINCT m.chunk_id, m.start, m."end", m.label, coalesce(i.identity, m.entity_key) AS entity_key,

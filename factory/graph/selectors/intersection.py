@@ -5,8 +5,8 @@ entity; each constraint alone must fit some other entity of the answer's type to
 co-occurs with one), each chunk names another thing of the answer's kind beside it (read
 alone, it leaves a choice), and no chunk holds two constraints together with the answer,
 so only the intersection of separate searches pins the answer down. A clue meets the
-answer in its own document only: where another document also names the two together, that
-link is written out elsewhere, and the clue alone gives the answer away (Kant's birthplace).
+answer in its own document only: where a passage of another document also names the two,
+that link is written out elsewhere, and the clue alone gives the answer away (Kant's birthplace).
 """
 
 from __future__ import annotations
