@@ -140,17 +140,24 @@ def encyclopedia_persons(ix: SelectionIndex) -> set[int]:
     return set(answer_pool(ix, frozenset({"person"}), SMALL.model_copy(update={"article_answers": False})))
 
 
+def drawn(source, cell: Cell, seeds: int) -> list:
+    """The subgraphs the toy selectors draw for ``cell`` with seeds 0..seeds-1 (where one exists)."""
+    found = []
+    for seed in range(seeds):
+        try:
+            found.append(select_subgraph(source, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX))
+        except NoSubgraph:
+            continue
+    return found
+
+
 @pytest.mark.parametrize("answer_type", ["person", "place", "organisation", "date", "number"])
 def test_chain_connects_through_bridges(world, answer_type):
     held = chunk_mentions(world)
     cell = Cell(mechanic="chain", form="direct", answer_type=answer_type)
     ix = SelectionIndex.load(world, "en")
     found = 0
-    for seed in range(25):
-        try:
-            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-        except NoSubgraph:
-            continue
+    for sub in drawn(ix, cell, 25):
         found += 1
         ids = sub.chunk_ids
         assert len(ids) == 2 and len(sub.bridge_entities) == 1
@@ -343,11 +350,7 @@ def test_a_bridge_names_one_kind_of_thing(store):
     for cell in TAX.cells("en"):
         if cell.mechanic not in ("chain", "temporal", "calculation"):
             continue
-        for seed in range(4):
-            try:
-                sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-            except NoSubgraph:
-                continue
+        for sub in drawn(ix, cell, 4):
             for (left, right), bridge in zip(zip(sub.chunk_ids, sub.chunk_ids[1:]), sub.bridge_entities):
                 if bridge == "dunmere":
                     assert "fenn_0" not in (left, right)
@@ -452,11 +455,7 @@ def test_related_names_compare_lemmas_where_the_stemmer_splits_one_name(world):
 def test_chains_prefer_article_hops_and_never_hide_a_namesake(world):
     cell = Cell(mechanic="chain", form="direct", answer_type="place")
     links = []
-    for seed in range(15):
-        try:
-            sub = select_subgraph(world, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-        except NoSubgraph:
-            continue
+    for sub in drawn(world, cell, 15):
         names = {k: v["name"].casefold() for k, v in sub.figures["entities"].items()}
         answer = names[sub.answer_entity]
         for other in [*sub.bridge_entities, sub.figures["start_entity"]]:
@@ -581,11 +580,7 @@ def test_a_census_year_is_no_event_to_compute_with(store):
     assert [ix.ent_name[e] for e in ix.values(c, {"date"})] == ["1788"]
     cell = Cell(mechanic="calculation", form="direct", answer_type="number")
     offered = []
-    for seed in range(40):
-        try:
-            sub = select_subgraph(store, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-        except NoSubgraph:
-            continue
+    for sub in drawn(store, cell, 40):
         offered += [o["value"] for o in sub.figures["operands"] if o["chunk_id"] == "dunmere_0"]
     assert offered and "2021" not in offered
 
@@ -812,11 +807,7 @@ def test_an_answer_its_passage_only_lists_ends_no_chain(store):
     assert first_refusal(ix, row) == "listed"  # bench.selection_rules names the rule
     cell = Cell(mechanic="chain", form="direct", answer_type="person")
     answers = set()
-    for seed in range(60):
-        try:
-            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-        except NoSubgraph:
-            continue
+    for sub in drawn(ix, cell, 60):
         answers.add(sub.answer_entity)
         assert sub.answer_entity != "ilse marl"
         assert not (sub.answer_entity == "tobias fenn" and sub.chunk_ids[-1] == "medal_0")
@@ -841,14 +832,9 @@ def test_an_intersection_clue_never_meets_its_answer_in_another_document(store):
     assert not _meets_only_in(ix, key("corrin society"), key("tobias fenn"), ix.chunk_ids.index("jury_0"))
     assert _meets_only_in(ix, key("harbour trust"), key("tobias fenn"), fenn)
     cell = Cell(mechanic="intersection", form="direct", answer_type="person")
-    drawn = 0
-    for seed in range(40):
-        try:
-            sub = select_subgraph(ix, cell, "en", random.Random(seed), params=SMALL, taxonomy=TAX)
-        except NoSubgraph:
-            continue
-        drawn += 1
+    subgraphs = drawn(ix, cell, 40)
+    for sub in subgraphs:
         answer = key(sub.answer_entity)
         for chunk, clue in zip(sub.chunk_ids, sub.constraint_entities):
             assert _meets_only_in(ix, key(clue), answer, ix.chunk_ids.index(chunk))
-    assert drawn
+    assert subgraphs
