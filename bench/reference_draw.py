@@ -25,6 +25,11 @@ from the worksheet alone, never test a draft against the checks, record a subgra
 honest question as such), the JSON line format ``--attach`` reads, and its worksheets.
 The same brief for every draw keeps the writers, the measuring instrument, alike.
 
+``--remember SET,...`` first writes the declined answers of those fixture sets into the store's
+refused_answers, as a factory that had drafted them would hold them; the selectors then draw
+none of them (``SelectorParams.avoid_refused``), and each fixed-answer subgraph records how many
+were kept out (``figures.refused_answers``). Draws before draw 15 were made without it.
+
 ``--reselect DRAW[,ROUND1,...]`` (fixture sets, named as ``bench.acceptance --set`` names them) draws what the generation loop draws next for each candidate
 whose writer declined its subgraph or gave up revising it (the composer's decline, which makes
 the loop reselect): the same cell, the candidate's own reselection RNG, away from every support
@@ -162,6 +167,8 @@ def main() -> None:
     parser.add_argument("--reselect", help="comma-separated fixture sets (the draw, then earlier reselection rounds, "
                         "as bench.acceptance --set names them: draw10,draw10-reselect1): draw the loop's reselections "
                         "of the candidates declined in the latest")
+    parser.add_argument("--remember", help="comma-separated fixture sets whose declined answers the store's "
+                        "refused_answers gets before the draw, as the loop would have written them (draw 15 on)")
     parser.add_argument("--work", type=Path, default=Path("outputs/acceptance"))
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--seed", type=int, default=19)
@@ -217,6 +224,15 @@ def main() -> None:
     store = Store(args.store, create=False)
     settings = load_settings(None, lang=args.lang, seed=args.seed)
     taxonomy = load_taxonomy(settings.compose.taxonomy_dir)
+    if args.remember:
+        from factory.reference.draw import remember_refusals
+        from factory.reference.records import read_reference
+
+        from bench.acceptance import fixture
+
+        added = sum(remember_refusals(store, read_reference(fixture(args.lang, name)), f"{args.lang}-{name}")
+                    for name in args.remember.split(","))
+        print(f"refused_answers: {added} answers added from {args.remember}")
     if args.reselect:
         from factory.reference.draw import reselect_reference
         from factory.reference.records import read_reference

@@ -194,6 +194,8 @@ class ComposeSettings(Section):
                                     "are hubs too (never below 10 documents)")
     article_answers: bool = Field(False, description="in a corpus of articles, may an entity with an article of its "
                                   "own be an answer (a model has read about it)?")
+    avoid_refused_answers: bool = Field(True, description="draw no answer the store's refused_answers holds (a "
+                                        "composer declined it, or a model knew it without evidence, in an earlier run)")
     max_chunks: int = Field(5, ge=2, description="support chunks per subgraph at most")
     select_tries: int = Field(400, ge=1, description="random tries per selection before NoSubgraph")
     facts_temperature: float = Field(0.2, ge=0)

@@ -3,6 +3,7 @@ accept, revise, reject, prune, near-duplicates, resume after a crash, rejects vi
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -123,6 +124,31 @@ def test_an_answer_known_without_evidence_reselects_a_subgraph_instead_of_revisi
     first = store.query("SELECT reason FROM verdicts WHERE validator = 'closed_book' ORDER BY attempt")
     assert first[0]["reason"] == "closed_book_solved"
     assert summary.accepted == 1
+
+
+def test_a_known_answer_is_remembered_and_a_later_run_draws_it_no_more(world_store):
+    """The answer a model knew goes to refused_answers; a later run with the same seed, which
+    would draw the same first subgraph, draws another answer (unless told not to avoid them)."""
+    store, _, _ = world_store
+    _run(world_store, Plan(knows_first_answer=True), n=1, max_attempts=1)
+    refused = store.query("SELECT * FROM refused_answers")
+    assert len(refused) == 1 and refused[0]["reason"] == "closed_book_solved" and refused[0]["lang"] == "en"
+    key = refused[0]["entity_key"]
+    assert refused[0]["name"] and refused[0]["cell"] and refused[0]["run_id"] == "r1"
+    first = store.query("SELECT origin FROM drafts WHERE draft_id = ?", [refused[0]["draft_id"]])
+    assert [d["origin"] for d in first] == ["compose"]  # the first subgraph's answer, not the reselected one
+
+    def answers(run_id: str, settings=None) -> list[str]:
+        store_, index, taxonomy = world_store
+        run_generation(store_, index, World(Plan()).llm(), settings or world_settings(), n=1, lang="en",
+                       run_id=run_id, seed=7, taxonomy=taxonomy, max_attempts=1)
+        rows = store.query("SELECT subgraph FROM candidates WHERE run_id = ? AND status <> 'started'", [run_id])
+        return [json.loads(r["subgraph"])["answer_entity"] for r in rows]
+
+    assert key not in answers("r2")
+    settings = world_settings()
+    settings.compose = settings.compose.model_copy(update={"avoid_refused_answers": False})
+    assert answers("r3", settings) == [key]
 
 
 def test_a_declined_subgraph_is_recorded_and_reselected(world_store):

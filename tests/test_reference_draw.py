@@ -73,3 +73,33 @@ def test_a_draw_written_again_keeps_its_subgraphs_and_loses_every_label(store) -
         else:
             assert c.status == "no_subgraph"
     assert drafted[0].status == "no_honest_question" and drafted[1].drafts  # the draw itself is untouched
+
+
+def test_remembered_declines_keep_a_later_draw_from_their_answers(store, tmp_path) -> None:
+    """A draw's declined answers written to refused_answers (as the loop writes its composer's):
+    the same seed then draws none of them, and writing them again adds nothing."""
+    import shutil
+
+    from factory.reference.draw import remember_refusals
+
+    shutil.copytree(store.root, tmp_path / "store")
+    mine = Store(tmp_path / "store", create=False)
+    draw = draw_reference(mine, "en", 6, 7, Settings())
+    by_answer = {c.subgraph.answer_entity: c for c in reversed(draw) if c.subgraph is not None and c.subgraph.answer_entity}
+    fixed = sorted(by_answer.values(), key=lambda c: c.index)  # one candidate per answer
+    assert len(fixed) >= 3
+    fixed[0].status, fixed[0].writer_note = "no_honest_question", "the answer is famous"
+    fixed[1].writer_note = "gave up: no rewording hides it"  # a reviser's give-up declines too
+    assert remember_refusals(mine, draw, "en-test") == 2
+    assert remember_refusals(mine, draw, "en-test") == 0
+    rows = mine.query("SELECT entity_key, reason, note, run_id FROM refused_answers ORDER BY draft_id")
+    assert {r["entity_key"] for r in rows} == {fixed[0].subgraph.answer_entity, fixed[1].subgraph.answer_entity}
+    assert rows[0]["run_id"] == "reference:en-test" and {r["reason"] for r in rows} == {"no_honest_question"}
+    again = draw_reference(mine, "en", 6, 7, Settings())
+    answers = {c.subgraph.answer_entity for c in again if c.subgraph is not None}
+    assert not answers & {r["entity_key"] for r in rows}
+    assert all(c.subgraph.figures.get("refused_answers") == 2 for c in again
+               if c.subgraph is not None and c.subgraph.answer_entity)
+    untouched = draw_reference(store, "en", 6, 7, Settings())  # the shared store holds no memory
+    assert [c.subgraph and c.subgraph.answer_entity for c in untouched] == [c.subgraph and c.subgraph.answer_entity
+                                                                          for c in draw]

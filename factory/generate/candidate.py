@@ -20,13 +20,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from factory.compose.passages import entity_name
 from factory.generate.context import CandidateContext, ContextSpec, context_for
 from factory.generate.drafting import Drafted, draft_for_cell, selection_rng
 from factory.generate.judge import Judgement, judge
 from factory.generate.metering import Metered
 from factory.generate.outcome import CandidateOutcome
 from factory.generate.scheduler import Job
-from factory.records import Cell, Draft, Task, Verdict
+from factory.records import Cell, Draft, Subgraph, Task, Verdict
 from factory.validate.gauntlet import GauntletResult
 
 
@@ -85,6 +86,13 @@ class CandidateBook:
         row.update(draft_id=draft.draft_id, candidate_id=self.id, run_id=self.ctx.run_id, attempt=draft.attempt,
                    step=step)
         self._write("verdicts", row, flush=False)
+
+    def record_refused(self, subgraph: Subgraph, draft: Draft, verdict: Verdict) -> None:
+        self._write("refused_answers", {
+            "lang": self.ctx.lang, "entity_key": subgraph.answer_entity,
+            "name": entity_name(subgraph, subgraph.answer_entity), "cell": subgraph.cell.key, "reason": verdict.reason,
+            "note": verdict.feedback, "candidate_id": self.id, "draft_id": draft.draft_id, "run_id": self.ctx.run_id,
+        }, flush=False)
 
     def reject(self, stage: str, *, validator: str | None = None, reason: str = "", feedback: str = "") -> CandidateOutcome:
         outcome = self.outcome("rejected", stage, validator=validator, reason=reason, feedback=feedback)

@@ -37,7 +37,8 @@ def selector_params(settings: Any) -> SelectorParams:
     c = settings.compose
     return SelectorParams(bridge_min_df=c.bridge_min_df, bridge_max_df=c.bridge_max_df,
                           bridge_max_share=c.bridge_max_share, answer_max_df=c.answer_max_df,
-                          article_answers=c.article_answers, max_chunks=c.max_chunks, max_tries=c.select_tries)
+                          article_answers=c.article_answers, avoid_refused=c.avoid_refused_answers,
+                          max_chunks=c.max_chunks, max_tries=c.select_tries)
 
 
 def selection_rng(seed: int, index: int, reselection: int = 0) -> random.Random:

@@ -8,7 +8,8 @@ gauntlet leads to. Its seams, each a small function:
   then the reviser is asked to make the question need it. A failure a rewrite can fix is
   revised (up to ``generate.max_revisions``). A failure only a new subgraph can fix (an
   answer a model knows without evidence, or a composer that declined the passages: no honest
-  question on them) reselects (up to ``generate.max_reselections``).
+  question on them) reselects (up to ``generate.max_reselections``), and the answer goes to
+  the store's refused_answers, which later runs' selectors draw from no more.
   Anything else is rejected, with its verdict as the reason.
 * ``revise_draft(history, ...)``: the reviser sees every draft judged so far with its
   verdicts, oldest first.
@@ -25,7 +26,7 @@ from typing import Any, Callable, Literal, Protocol
 from factory.compose.composer import revise
 from factory.generate.drafting import Drafted
 from factory.llm.types import TRUNCATED
-from factory.records import Draft, Verdict
+from factory.records import Draft, Subgraph, Verdict
 from factory.validate.base import ValidationContext
 from factory.validate.gauntlet import GauntletResult, run_gauntlet
 
@@ -49,6 +50,8 @@ class DraftLog(Protocol):
     def record_draft(self, draft: Draft, origin: str, parent: Draft | None) -> None: ...
 
     def record_verdict(self, draft: Draft, step: int, verdict: Verdict) -> None: ...
+
+    def record_refused(self, subgraph: Subgraph, draft: Draft, verdict: Verdict) -> None: ...
 
 
 @dataclass
@@ -142,6 +145,10 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
         step = next_step(judgement.history, prunes=log.prunes, revisions=log.revisions,
                          reselections=log.reselections, limits=settings.generate,
                          min_support=validation.min_support(draft.cell.mechanic))
+        failure = result.failure
+        if failure is not None and failure.reason in RESELECT and drafted.subgraph is not None \
+                and drafted.subgraph.answer_entity:
+            log.record_refused(drafted.subgraph, draft, failure)  # later runs draw it no more
         if step.action == "reselect" and redraft is not None:
             tried.add(frozenset(draft.support_chunk_ids))
             if drafted.subgraph is not None and drafted.subgraph.answer_entity:

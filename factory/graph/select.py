@@ -78,10 +78,13 @@ def select_subgraph(
                          structural=True)
     labels = frozenset(spec.answer_type.labels)
     avoid = set(avoid_chunk_sets or ())
+    merged = selector_params(spec.mechanic.params, params)
     for _ in range(1 + ANSWER_REDRAWS):
-        subgraph = selector(index, cell, labels, selector_params(spec.mechanic.params, params), rng, avoid)
+        subgraph = selector(index, cell, labels, merged, rng, avoid)
         if subgraph.answer_entity is None or subgraph.answer_entity not in (avoid_answers or ()):
             subgraph.figures["select_ms"] = round((time.perf_counter() - start) * 1000, 3)
+            if subgraph.answer_entity is not None and merged.avoid_refused and index.refused:
+                subgraph.figures["refused_answers"] = len(index.refused)  # what the draw was kept from
             return subgraph
         avoid.add(frozenset(subgraph.chunk_ids))
     raise NoSubgraph(f"{cell.key}: every subgraph drawn ({1 + ANSWER_REDRAWS}) has an answer a model already "

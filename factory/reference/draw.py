@@ -61,6 +61,31 @@ def declined(cand: ReferenceCandidate) -> bool:
     return cand.status == "no_honest_question" or gave_up(cand)
 
 
+def remember_refusals(store: Any, candidates: Iterable[ReferenceCandidate], source: str) -> int:
+    """Write the fixed answers of the declined candidates (``declined``) to the store's
+    refused_answers, as the generation loop writes its composer's declines: the store then
+    holds what a factory that had drafted these candidates would remember. ``source`` names
+    the set (run id ``reference:SOURCE``). Returns the rows written (a rerun adds none)."""
+    from factory.compose.passages import entity_name
+
+    have = {(r["entity_key"], r["draft_id"]) for r in store.query(
+        "SELECT entity_key, draft_id FROM refused_answers WHERE run_id = ?", [f"reference:{source}"])}
+    rows = []
+    for c in candidates:
+        sub = c.subgraph
+        if sub is None or not sub.answer_entity or not declined(c):
+            continue
+        draft_id = f"{source}-{c.index:03d}"
+        if (sub.answer_entity, draft_id) in have:
+            continue
+        rows.append({"lang": c.lang, "entity_key": sub.answer_entity, "name": entity_name(sub, sub.answer_entity),
+                     "cell": c.cell, "reason": "no_honest_question", "note": c.writer_note, "candidate_id": draft_id,
+                     "draft_id": draft_id, "run_id": f"reference:{source}"})
+    if rows:
+        store.append("refused_answers", rows)
+    return len(rows)
+
+
 def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang: str, settings: Any,
                        taxonomy: Any = None, drawn: list[ReferenceCandidate] = ()) -> list[ReferenceCandidate]:
     """The next subgraph for each candidate whose latest subgraph (``rounds``: the draw, then

@@ -226,6 +226,8 @@ class SelectorParams(BaseModel):
                                     "documents (a small corpus's hubs: Китай, YouTube in 900 news texts)")
     max_tries: int = Field(400, ge=1)
     best_of: int = Field(6, ge=1, description="valid subgraphs drawn per selection; the best scored is kept")
+    avoid_refused: bool = Field(True, description="draw no answer the store's refused_answers holds: one a composer "
+                                "declined or a model knew without evidence in an earlier run")
 
 
 @dataclass
@@ -248,6 +250,8 @@ class SelectionIndex:
     # (chunk, entity) where the chunk names the entity only as one of a list of three or more
     # names ('nine authors: ..., Sebastian Faulks, ...'): ``Cues.listing``
     listed: frozenset[tuple[int, int]] = frozenset()
+    # answers the loop turned away in earlier runs (the store's refused_answers), read at each ``load``
+    refused: frozenset[int] = frozenset()
     # (chunk, entity) -> the label NER gave the entity in that chunk, where it differs from the
     # entity's own: one name for two things ('Барселона' the club and the city, 'École')
     off_labels: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -277,11 +281,13 @@ class SelectionIndex:
         cache_key = (str(store.root), lang)
         with _CACHE_LOCK:
             hit = _CACHE.get(cache_key)
-            if hit is not None and hit[0] == stamp:
-                return hit[1]
-        index = _load(store, lang)
-        with _CACHE_LOCK:
-            _CACHE[cache_key] = (stamp, index)
+            index = None if hit is None or hit[0] != stamp else hit[1]
+        if index is None:
+            index = _load(store, lang)
+            with _CACHE_LOCK:
+                _CACHE[cache_key] = (stamp, index)
+        # not part of the stamp: a refusal mid-run must not reload the whole index
+        index.refused = frozenset(e for e in map(index.key_index, _refused_keys(store, lang)) if e is not None)
         return index
 
     # ------------------------------------------------------------ helpers
@@ -818,6 +824,12 @@ def _listed(store: Any, lang: str) -> list[tuple[str, str]]:
         return []
     named = sorted(NAMED)  # 'other' too: peoples and languages stand in lists with names
     return [(r["chunk_id"], r["entity_key"]) for r in store.query(_LISTED_SQL, [lang, named, named, pattern])]
+
+
+def _refused_keys(store: Any, lang: str) -> list[str]:
+    """Answer entity keys the loop turned away in ``lang`` (migration 015)."""
+    return [r["entity_key"] for r in store.query("SELECT DISTINCT entity_key FROM refused_answers WHERE lang = ?",
+                                                 [lang])]
 
 
 def _reference_dates(store: Any, lang: str) -> list[tuple[str, str]]:

@@ -67,18 +67,22 @@ def answer_pool(ix: SelectionIndex, labels: frozenset[str], params: SelectorPara
     text bears out (``attested``: a `work` or an `organization` the text calls one), values
     only with digits. In a corpus of articles an entity with an
     article of its own is one a model has read about, so it is no answer unless
-    ``with_articles`` (a comparison's candidates need their own articles for their values)."""
+    ``with_articles`` (a comparison's candidates need their own articles for their values).
+    No answer an earlier run turned away (``SelectionIndex.refused``) unless ``params.avoid_refused``
+    is off; a comparison's candidates are no fixed answer, so they keep every entity."""
     skip = ix.of_articles() and not (with_articles or params.article_answers)
     famous = ix.article_subjects() if skip else frozenset()
+    refused = ix.refused if params.avoid_refused and not with_articles else frozenset()
 
     def build() -> list[int]:
         return [e for e, lab in enumerate(ix.ent_label)
                 if lab in labels and ix.ent_df[e] <= params.answer_max_df and e not in famous and e not in ix.fragments
+                and e not in refused
                 and ((lab in NAMED_LABELS and ix.nameworthy(e) and not ix.other_kind(e)
                       and not ix.label_in_doubt(e) and ix.attested(e))
                      or (lab in VALUE_KINDS and ix.good_value(e)))]
 
-    return ix.pool(("answer", labels, params.answer_max_df, bool(famous)), build)
+    return ix.pool(("answer", labels, params.answer_max_df, bool(famous), refused), build)
 
 
 def _prefer_articles(ix: SelectionIndex, chunks: list[int], entity: int) -> list[int]:
