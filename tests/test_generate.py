@@ -150,6 +150,21 @@ def test_a_known_answer_is_remembered_and_a_later_run_draws_it_no_more(world_sto
     settings.compose = settings.compose.model_copy(update={"avoid_refused_answers": False})
     assert answers("r3", settings) == [key]
 
+    # the user lets it back in: `factory refused --forget KEY`; the listing keeps its history
+    from typer.testing import CliRunner
+
+    from factory.cli import app
+
+    root = str(store.root)
+    listed = CliRunner().invoke(app, ["refused", "--store", root, "--lang", "en", "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.output)["entity_key"] == key
+    forgot = CliRunner().invoke(app, ["refused", "--store", root, "--lang", "en", "--forget", key, "--note", "why"])
+    assert forgot.exit_code == 0 and "1 of 1" in forgot.output
+    assert CliRunner().invoke(app, ["refused", "--store", root, "--lang", "en", "--json"]).output.strip() == ""
+    history = json.loads(CliRunner().invoke(app, ["refused", "--store", root, "--lang", "en", "--all", "--json"]).output)
+    assert (history["latest"], history["refusals"], history["note"]) == ("forgotten", 1, "why")
+    assert answers("r4") == [key]
+
 
 def test_a_declined_subgraph_is_recorded_and_reselected(world_store):
     """A composer that finds no honest question on its passages says so instead of forcing one:

@@ -1,4 +1,4 @@
-"""`factory generate` (the loop without Prefect), `factory funnel` and `factory rejected`.
+"""`factory generate` (the loop without Prefect), `factory funnel`, `factory rejected` and `factory refused`.
 
 Funnel and rejected only read the store's views, so they work from a second terminal
 while a run (or a build) is writing.
@@ -183,7 +183,39 @@ def rejected_command(
                     out.print(f"      feedback: {step['failed_feedback']}", highlight=False, markup=False)
 
 
+def refused_command(
+    store: Path = typer.Option(..., "--store", help="store folder"),
+    lang: str = typer.Option(..., "--lang", help="en or ru"),
+    forget: Optional[list[str]] = typer.Option(None, "--forget", help="an answer's entity key to draw again (repeatable)"),
+    note: str = typer.Option("", "--note", help="with --forget: why, kept with the row"),
+    every: bool = typer.Option(False, "--all", help="forgotten answers too"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per line"),
+) -> None:
+    """Answers later runs do not draw: a composer declined them or a model knew them without evidence."""
+    from factory.store import Store
+    from factory.store.refused import FORGOTTEN, refused_answers
+    from factory.store.refused import forget as forget_answers
+
+    the_store = Store(store, create=False)
+    if forget:
+        n = forget_answers(the_store, lang, list(forget), note)
+        out.print(f"{n} of {len(forget)} answers will be drawn again", highlight=False)
+        return
+    rows = [r for r in refused_answers(the_store, lang) if every or r["latest"] != FORGOTTEN]
+    if as_json:
+        for row in rows:
+            out.print(json.dumps(row, ensure_ascii=False, default=str), highlight=False)
+        return
+    table = Table("entity key", "name", "refusals", "latest", "cell", "note")
+    for r in rows:
+        table.add_row(*(escape(str(x or "")) for x in (r["entity_key"], r["name"], r["refusals"], r["latest"],
+                                                          r["cell"], (r["note"] or "")[:80])))
+    out.print(table)
+    out.print(f"{len(rows)} answers", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command("generate")(generate_command)
     app.command("funnel")(funnel_command)
     app.command("rejected")(rejected_command)
+    app.command("refused")(refused_command)

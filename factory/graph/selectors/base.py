@@ -287,7 +287,9 @@ class SelectionIndex:
             with _CACHE_LOCK:
                 _CACHE[cache_key] = (stamp, index)
         # not part of the stamp: a refusal mid-run must not reload the whole index
-        index.refused = frozenset(e for e in map(index.key_index, _refused_keys(store, lang)) if e is not None)
+        from factory.store.refused import refused_keys
+
+        index.refused = frozenset(e for e in map(index.key_index, refused_keys(store, lang)) if e is not None)
         return index
 
     # ------------------------------------------------------------ helpers
@@ -824,12 +826,6 @@ def _listed(store: Any, lang: str) -> list[tuple[str, str]]:
         return []
     named = sorted(NAMED)  # 'other' too: peoples and languages stand in lists with names
     return [(r["chunk_id"], r["entity_key"]) for r in store.query(_LISTED_SQL, [lang, named, named, pattern])]
-
-
-def _refused_keys(store: Any, lang: str) -> list[str]:
-    """Answer entity keys the loop turned away in ``lang`` (migration 015)."""
-    return [r["entity_key"] for r in store.query("SELECT DISTINCT entity_key FROM refused_answers WHERE lang = ?",
-                                                 [lang])]
 
 
 def _reference_dates(store: Any, lang: str) -> list[tuple[str, str]]:

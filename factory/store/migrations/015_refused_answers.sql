@@ -4,13 +4,14 @@
 -- run would draw the same answer again: in the hand-labelled English reference draws 1-14, 60
 -- of 63 subgraphs whose answer an earlier draw had declined were declined again (Russian: 12
 -- of 12; `python -m bench.refused_memory`). The selectors draw none of these answers again
--- (setting compose.avoid_refused_answers); delete rows to let an answer back in.
+-- (setting compose.avoid_refused_answers) unless a later `forgotten` row lets one back in
+-- (``factory.store.refused``, `factory refused --forget`).
 CREATE TABLE refused_answers (
     lang VARCHAR,
     entity_key VARCHAR,      -- the answer entity's key in the selection index
     name VARCHAR,            -- its name, for a person reading the table
     cell VARCHAR,
-    reason VARCHAR,          -- no_honest_question | closed_book_solved
+    reason VARCHAR,          -- no_honest_question | closed_book_solved | forgotten
     note VARCHAR,            -- the composer's reason, or the verdict's feedback
     candidate_id VARCHAR,
     draft_id VARCHAR,

@@ -1,0 +1,44 @@
+"""The store's memory of refused answers (migration 015): which answers later runs avoid.
+
+The loop appends a row for each answer it turns away (``generate.judge``); ``forget`` appends
+a ``forgotten`` row, and an answer whose latest row is one is drawn again. Rows are never
+deleted: the store only appends, so the history of each answer stays readable.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+FORGOTTEN = "forgotten"
+
+# per answer: how often it was refused, the latest reason and note; live = not forgotten since
+_ANSWERS_SQL = """
+SELECT entity_key, arg_max(name, _written_at) AS name, count(*) FILTER (WHERE reason <> ?) AS refusals,
+       arg_max(reason, _written_at) AS latest, arg_max(note, _written_at) AS note,
+       arg_max(cell, _written_at) FILTER (WHERE reason <> ?) AS cell, max(_written_at) AS latest_at
+FROM refused_answers WHERE lang = ?
+GROUP BY entity_key
+ORDER BY latest_at DESC, entity_key
+"""
+
+
+def refused_answers(store: Any, lang: str) -> list[dict[str, Any]]:
+    """Every answer ever refused in ``lang``, newest first, with ``latest`` its latest reason."""
+    return store.query(_ANSWERS_SQL, [FORGOTTEN, FORGOTTEN, lang])
+
+
+def refused_keys(store: Any, lang: str) -> list[str]:
+    """The answers the selectors avoid: refused and not forgotten since."""
+    return [r["entity_key"] for r in refused_answers(store, lang) if r["latest"] != FORGOTTEN]
+
+
+def forget(store: Any, lang: str, keys: list[str], note: str = "") -> int:
+    """Let ``keys`` be drawn again (a ``forgotten`` row each); returns how many were refused."""
+    live = set(refused_keys(store, lang))
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    rows = [{"lang": lang, "entity_key": k, "name": None, "cell": None, "reason": FORGOTTEN, "note": note,
+             "candidate_id": None, "draft_id": f"forget-{stamp}-{k}", "run_id": None} for k in keys if k in live]
+    if rows:
+        store.append("refused_answers", rows)
+    return len(rows)
