@@ -73,3 +73,14 @@ def test_the_rules_are_english_only():
 def test_a_stem_is_the_words_before_the_head():
     assert other_kind_stem("event", "the Askia dynasty", "en") == "askia"
     assert other_kind_stem("work", "the Nobel Prize in Physics", "en") == "nobel"
+
+
+def test_an_award_or_a_place_tagged_as_a_person_is_another_kind_but_its_namesake_is_not() -> None:
+    from factory.nlp.labels import names_other_kind, other_kind_stem
+
+    for name in ("Tony Awards", "Volpi Cups", "Grammy Awards", "Magdalene College", "Pisa Cathedral", "Wolf Prize"):
+        assert names_other_kind("person", name, "en"), name
+    for name in ("Shirley Temple Black", "Stan Laurel", "Irving Thalberg", "Tony Blair"):
+        assert not names_other_kind("person", name, "en"), name
+    assert other_kind_stem("person", "Laurel Award", "en") is None  # 'Laurel' may still be a person
+    assert other_kind_stem("work", "the Nobel Prize in Physics", "en") == "nobel"
