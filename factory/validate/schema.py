@@ -111,14 +111,15 @@ def _is_title_type(answer_type: str) -> bool:
     return "title" in answer_type or "work" in answer_type  # titles may read like sentences
 
 
+# abbreviations whose dot belongs to a name, in it or at its end: "St. Petersburg", "George
+# Walton Lucas Jr." (a reference comparison draft once refused as a sentence), "Warner Bros."
+_NAME_ABBREVIATIONS = ("Jr", "Sr", "St", "Inc", "Ltd", "Co", "Corp", "Bros", "Jun", "Sen", "Esq", "Plc")
 # a stop that ends a sentence, not an initial's or an abbreviation's dot: "J. R. R. Tolkien",
-# "St. Petersburg" and "театр имени Г. Камала" (7 tokens) are names
-_SENTENCE_END = re.compile(r"(?<!\b\w)(?<!\bSt)(?<!\bим)[.!?;]\s+\S")
-
-
-# a final dot that closes a name's suffix or an initial, not a sentence: "George Walton Lucas
-# Jr." (a reference comparison draft refused as a sentence), "Warner Bros.", "John F."
-_NAME_END = re.compile(r"(?:\b(?:Jr|Sr|St|Inc|Ltd|Co|Corp|Bros|Jun|Sen|Esq|Plc)|\b[A-ZА-ЯЁ])\.$")
+# "Martin Luther King Jr. Day" and "театр им. Г. Камала" (7 tokens) are names ('им.' for
+# 'имени' stands only inside one: at the end it is the pronoun)
+_SENTENCE_END = re.compile("".join(rf"(?<!\b{a})" for a in (*_NAME_ABBREVIATIONS, "им")) + r"(?<!\b\w)[.!?;]\s+\S")
+# a final dot that closes a name's suffix or a capital initial ("John F."), not a sentence
+_NAME_END = re.compile(rf"(?:\b(?:{'|'.join(_NAME_ABBREVIATIONS)})|\b[A-ZА-ЯЁ])\.$")
 
 
 def _is_sentence(answer: str, tokens: list, lang: str, *, titled: bool) -> bool:

@@ -168,6 +168,8 @@ def test_shortcut_reports_missing_searchers():
         # a reference comparison answer the suffix's dot once made a sentence
         ("George Walton Lucas Jr.", "person", True, "en"),
         ("Warner Bros. Entertainment Inc.", "organisation", True, "en"),
+        ("Martin Luther King Jr. Day", "other", True, "en"),  # a suffix's dot inside a name
+        ("The Walt Disney Co. Ltd. Japan", "organisation", True, "en"),
         ("He founded the works in 1834.", "person", False, "en"),
         ("Он родился в Туле в 1834 г.", "person", False, "ru"),
         ("Этот завод основан им.", "organisation", False, "ru"),
