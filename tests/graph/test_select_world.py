@@ -255,6 +255,28 @@ def test_avoid_answers_a_model_already_knows(world):
     assert len(known) >= 2
 
 
+def test_refused_answers_leave_the_pools_without_reloading_the_index(world):
+    """A row in refused_answers keeps the answer out of every fixed-answer pool from the next
+    load on, without a reload of the index; a `forgotten` row lets it back in."""
+    from factory.graph.selectors.chain import answer_pool
+    from factory.store.refused import forget
+
+    index = SelectionIndex.load(world, "en")
+    people = set(answer_pool(index, frozenset({"person"}), SMALL))
+    key = index.ent_keys[sorted(people)[0]]
+    world.append("refused_answers", [{"lang": "en", "entity_key": key, "name": key, "cell": "chain/direct/person",
+                                      "reason": "closed_book_solved", "note": "", "candidate_id": "c", "draft_id": "c-a0",
+                                      "run_id": "r"}])
+    again = SelectionIndex.load(world, "en")
+    assert again is index and index.key_index(key) in index.refused
+    assert set(answer_pool(index, frozenset({"person"}), SMALL)) == people - {index.key_index(key)}
+    assert set(answer_pool(index, frozenset({"person"}), SMALL.model_copy(update={"avoid_refused": False}))) == people
+    assert forget(world, "en", [key, "nobody"]) == 1
+    assert not SelectionIndex.load(world, "en").refused
+    assert set(answer_pool(index, frozenset({"person"}), SMALL)) == people
+    assert not [n for n in index._pools if n[:1] == ("answer",) and n[-1]]  # no pool for a stale set is kept
+
+
 def test_intersection(world):
     held = chunk_mentions(world)
     cell = Cell(mechanic="intersection", form="descriptive", answer_type="person")

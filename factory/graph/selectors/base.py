@@ -289,8 +289,18 @@ class SelectionIndex:
         # not part of the stamp: a refusal mid-run must not reload the whole index
         from factory.store.refused import refused_keys
 
-        index.refused = frozenset(e for e in map(index.key_index, refused_keys(store, lang)) if e is not None)
+        index.remember_refused(frozenset(e for e in map(index.key_index, refused_keys(store, lang)) if e is not None))
         return index
+
+    def remember_refused(self, refused: frozenset[int]) -> None:
+        """Take the store's refused answers as they are now; the answer pools built for an
+        earlier set are dropped (a long-lived worker loads the index for run after run)."""
+        if refused == self.refused:
+            return
+        with self._pool_guard:
+            self.refused = refused
+            for name in [n for n in self._pools if isinstance(n, tuple) and n[:1] == ("answer",)]:
+                del self._pools[name]
 
     # ------------------------------------------------------------ helpers
     def key_index(self, key: str) -> int | None:
