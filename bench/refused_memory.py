@@ -8,9 +8,9 @@ draw none of them (``SelectorParams.avoid_refused``). This reads the hand-labell
 draws in the order they were made (draw 4 is ``LANG.jsonl``; a draw's reselection rounds and
 rewrites belong to it) and counts, among the subgraphs whose answer an earlier draw had
 declined, how many were declined again and how many were written: the memory's precision on
-what writers did, and how much of each draw it would have kept out. Draws from draw 15 on were
-drawn with the memory (``bench.reference_draw --remember``) and are left out. Prints one line
-per language and a final JSON line.
+what writers did, and how much of each draw it would have kept out. Draws from draw 15 on
+(Russian: 14 on) were drawn with the memory (``bench.reference_draw --remember``) and are
+left out. Prints one line per language and a final JSON line.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import re
 from collections import Counter
 
 from bench.acceptance import FIXTURES
+from factory.reference.records import read_reference
 
 _SET = re.compile(r"^(?P<lang>en|ru)(?:-draw(?P<n>\d+)(?:-(?:rewrite|reselect\d|rewrite-reselect\d))*)?\.jsonl$")
 MAIN_DRAW = 4  # LANG.jsonl, the first draw of the reference protocol
-MEMORY_FROM = 15  # the first draw made with the memory in the store
+MEMORY_FROM = {"en": 15, "ru": 14}  # the first draw made with the memory in the store
 
 
 def draws(lang: str) -> list[tuple[int, str]]:
@@ -35,7 +36,7 @@ def draws(lang: str) -> list[tuple[int, str]]:
         if m is None or m["lang"] != lang:
             continue  # agreement, dense, operand and comparison sets rewrite subgraphs of a draw
         n = int(m["n"]) if m["n"] else MAIN_DRAW
-        if n < MEMORY_FROM:
+        if n < MEMORY_FROM[lang]:
             out.append((n, path.name))
     return sorted(out)
 
@@ -44,28 +45,24 @@ def measure(lang: str) -> dict[str, object]:
     first_declined: dict[str, int] = {}  # answer key -> the draw that first declined it
     counts: Counter[str] = Counter()
     per_draw: dict[int, Counter[str]] = {}
-    rows_by_draw: dict[int, list[dict]] = {}
+    by_draw: dict[int, list[tuple[str, str]]] = {}  # draw -> (fixed answer, status) of its subgraphs
     for n, name in draws(lang):
-        rows = [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows_by_draw.setdefault(n, []).extend(rows)
-    for n in sorted(rows_by_draw):
+        by_draw.setdefault(n, []).extend((c.subgraph.answer_entity, c.status) for c in read_reference(FIXTURES / name)
+                                         if c.subgraph is not None and c.subgraph.answer_entity)
+    for n in sorted(by_draw):
         seen = per_draw.setdefault(n, Counter())
-        for row in rows_by_draw[n]:
-            answer = (row.get("subgraph") or {}).get("answer_entity")
-            if not answer:
-                continue
-            status = "written" if row["status"] == "drafted" else "declined"
+        for answer, st in by_draw[n]:
+            status = "written" if st == "drafted" else "declined"
             seen[status] += 1
             earlier = first_declined.get(answer)
             if earlier is not None and earlier < n:
                 counts[f"remembered_{status}"] += 1
                 seen[f"remembered_{status}"] += 1
-        for row in rows_by_draw[n]:  # a draw's own declines are remembered from the next draw on
-            answer = (row.get("subgraph") or {}).get("answer_entity")
-            if answer and row["status"] != "drafted":
+        for answer, st in by_draw[n]:  # a draw's own declines are remembered from the next draw on
+            if st != "drafted":
                 first_declined.setdefault(answer, n)
     remembered = counts["remembered_declined"] + counts["remembered_written"]
-    return {"draws": len(rows_by_draw), "remembered": remembered, "declined_again": counts["remembered_declined"],
+    return {"draws": len(by_draw), "remembered": remembered, "declined_again": counts["remembered_declined"],
             "written": counts["remembered_written"],
             "precision": round(counts["remembered_declined"] / remembered, 3) if remembered else None,
             "per_draw": {n: dict(c) for n, c in per_draw.items()}}

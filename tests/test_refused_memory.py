@@ -17,5 +17,6 @@ def test_answers_declined_before_are_declined_again() -> None:
 def test_draws_made_with_the_memory_are_left_out() -> None:
     names = [name for _, name in draws("en")]
     assert "en.jsonl" in names and "en-draw14-reselect2.jsonl" in names
-    assert not any(n >= MEMORY_FROM for n, _ in draws("en"))
+    assert not any(n >= MEMORY_FROM["en"] for n, _ in draws("en"))
+    assert not any(n >= MEMORY_FROM["ru"] for n, _ in draws("ru"))
     assert not any(name.startswith(("en-dense", "en-agree", "en-comparisons", "en-draw10-operands")) for name in names)

@@ -28,6 +28,7 @@ from factory.generate.metering import Metered
 from factory.generate.outcome import CandidateOutcome
 from factory.generate.scheduler import Job
 from factory.records import Cell, Draft, Subgraph, Task, Verdict
+from factory.store.refused import refusal_row
 from factory.validate.gauntlet import GauntletResult
 
 
@@ -88,11 +89,10 @@ class CandidateBook:
         self._write("verdicts", row, flush=False)
 
     def record_refused(self, subgraph: Subgraph, draft: Draft, verdict: Verdict) -> None:
-        self._write("refused_answers", {
-            "lang": self.ctx.lang, "entity_key": subgraph.answer_entity,
-            "name": entity_name(subgraph, subgraph.answer_entity), "cell": subgraph.cell.key, "reason": verdict.reason,
-            "note": verdict.feedback, "candidate_id": self.id, "draft_id": draft.draft_id, "run_id": self.ctx.run_id,
-        }, flush=False)
+        key = subgraph.answer_entity or ""
+        self._write("refused_answers", refusal_row(
+            self.ctx.lang, key, reason=verdict.reason, name=entity_name(subgraph, key), cell=subgraph.cell.key,
+            note=verdict.feedback, candidate_id=self.id, draft_id=draft.draft_id, run_id=self.ctx.run_id), flush=False)
 
     def reject(self, stage: str, *, validator: str | None = None, reason: str = "", feedback: str = "") -> CandidateOutcome:
         outcome = self.outcome("rejected", stage, validator=validator, reason=reason, feedback=feedback)

@@ -145,14 +145,13 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
         step = next_step(judgement.history, prunes=log.prunes, revisions=log.revisions,
                          reselections=log.reselections, limits=settings.generate,
                          min_support=validation.min_support(draft.cell.mechanic))
-        failure = result.failure
-        if failure is not None and failure.reason in RESELECT and drafted.subgraph is not None \
-                and drafted.subgraph.answer_entity:
-            log.record_refused(drafted.subgraph, draft, failure)  # later runs draw it no more
+        answer = drafted.subgraph.answer_entity if drafted.subgraph is not None else None
+        if answer and result.failure is not None and result.failure.reason in RESELECT:
+            log.record_refused(drafted.subgraph, draft, result.failure)  # later runs draw it no more
         if step.action == "reselect" and redraft is not None:
             tried.add(frozenset(draft.support_chunk_ids))
-            if drafted.subgraph is not None and drafted.subgraph.answer_entity:
-                known.add(drafted.subgraph.answer_entity)
+            if answer:
+                known.add(answer)
             again = redraft(set(tried), set(known))
             log.reselections += 1
             if again.draft is None:  # no other subgraph, or its fact sheet failed: the failure stands

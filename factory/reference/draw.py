@@ -67,6 +67,7 @@ def remember_refusals(store: Any, candidates: Iterable[ReferenceCandidate], sour
     holds what a factory that had drafted these candidates would remember. ``source`` names
     the set (run id ``reference:SOURCE``). Returns the rows written (a rerun adds none)."""
     from factory.compose.passages import entity_name
+    from factory.store.refused import refusal_row
 
     have = {(r["entity_key"], r["draft_id"]) for r in store.query(
         "SELECT entity_key, draft_id FROM refused_answers WHERE run_id = ?", [f"reference:{source}"])}
@@ -78,9 +79,9 @@ def remember_refusals(store: Any, candidates: Iterable[ReferenceCandidate], sour
         draft_id = f"{source}-{c.index:03d}"
         if (sub.answer_entity, draft_id) in have:
             continue
-        rows.append({"lang": c.lang, "entity_key": sub.answer_entity, "name": entity_name(sub, sub.answer_entity),
-                     "cell": c.cell, "reason": "no_honest_question", "note": c.writer_note, "candidate_id": draft_id,
-                     "draft_id": draft_id, "run_id": f"reference:{source}"})
+        rows.append(refusal_row(c.lang, sub.answer_entity, reason="no_honest_question",
+                                name=entity_name(sub, sub.answer_entity), cell=c.cell, note=c.writer_note,
+                                candidate_id=draft_id, draft_id=draft_id, run_id=f"reference:{source}"))
     if rows:
         store.append("refused_answers", rows)
     return len(rows)

@@ -23,6 +23,14 @@ ORDER BY latest_at DESC, entity_key
 """
 
 
+def refusal_row(lang: str, entity_key: str, *, reason: str, name: str | None = None, cell: str | None = None,
+                note: str = "", candidate_id: str | None = None, draft_id: str, run_id: str | None = None
+                ) -> dict[str, Any]:
+    """One row of refused_answers: the loop's refusals, the reference draws' declines and a forget."""
+    return {"lang": lang, "entity_key": entity_key, "name": name, "cell": cell, "reason": reason, "note": note,
+            "candidate_id": candidate_id, "draft_id": draft_id, "run_id": run_id}
+
+
 def refused_answers(store: Any, lang: str) -> list[dict[str, Any]]:
     """Every answer ever refused in ``lang``, newest first, with ``latest`` its latest reason."""
     return store.query(_ANSWERS_SQL, [FORGOTTEN, FORGOTTEN, lang])
@@ -37,8 +45,7 @@ def forget(store: Any, lang: str, keys: list[str], note: str = "") -> int:
     """Let ``keys`` be drawn again (a ``forgotten`` row each); returns how many were refused."""
     live = set(refused_keys(store, lang))
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    rows = [{"lang": lang, "entity_key": k, "name": None, "cell": None, "reason": FORGOTTEN, "note": note,
-             "candidate_id": None, "draft_id": f"forget-{stamp}-{k}", "run_id": None} for k in keys if k in live]
+    rows = [refusal_row(lang, k, reason=FORGOTTEN, note=note, draft_id=f"forget-{stamp}-{k}") for k in keys if k in live]
     if rows:
         store.append("refused_answers", rows)
     return len(rows)
