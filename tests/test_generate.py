@@ -174,7 +174,8 @@ def test_a_declined_subgraph_is_recorded_and_reselected(world_store):
     drafts = store.query("SELECT origin, question, declined, support_chunk_ids FROM drafts ORDER BY attempt")
     assert [d["origin"] for d in drafts] == ["compose", "reselect"] and summary.revisions == 0
     assert drafts[0]["question"] == "" and "coincidence" in drafts[0]["declined"] and not drafts[1]["declined"]
-    assert set(drafts[0]["support_chunk_ids"]) != set(drafts[1]["support_chunk_ids"])
+    first, second = (set(d["support_chunk_ids"]) for d in drafts)
+    assert len(first & second) < 0.5 * len(second)  # not mostly the subgraph it declined
     verdict = store.query("SELECT validator, reason, feedback FROM verdicts ORDER BY attempt, step")[0]
     assert (verdict["validator"], verdict["reason"]) == ("schema", "no_honest_question")
     assert "coincidence" in verdict["feedback"]

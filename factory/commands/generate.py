@@ -187,16 +187,23 @@ def refused_command(
     store: Path = typer.Option(..., "--store", help="store folder"),
     lang: str = typer.Option(..., "--lang", help="en or ru"),
     forget: Optional[list[str]] = typer.Option(None, "--forget", help="an answer's entity key to draw again (repeatable)"),
-    note: str = typer.Option("", "--note", help="with --forget: why, kept with the row"),
+    forget_run: Optional[str] = typer.Option(None, "--forget-run", help="a run id: draw again every answer only "
+                                             "that run refused (a weak composer's declines)"),
+    note: str = typer.Option("", "--note", help="with --forget or --forget-run: why, kept with the rows"),
     every: bool = typer.Option(False, "--all", help="forgotten answers too"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per line"),
 ) -> None:
     """Answers later runs do not draw: a composer declined them or a model knew them without evidence."""
     from factory.store import Store
-    from factory.store.refused import FORGOTTEN, refused_answers
+    from factory.store.refused import FORGOTTEN, refused_answers, run_only_keys
     from factory.store.refused import forget as forget_answers
 
     the_store = Store(store, create=False)
+    if forget_run:
+        keys = run_only_keys(the_store, lang, forget_run)
+        n = forget_answers(the_store, lang, keys, note or f"forgotten with run {forget_run}")
+        out.print(f"{n} answers refused only by run {forget_run} will be drawn again", highlight=False)
+        return
     if forget:
         n = forget_answers(the_store, lang, list(forget), note)
         out.print(f"{n} of {len(forget)} answers will be drawn again", highlight=False)

@@ -165,7 +165,7 @@ def _run(book: CandidateBook, job: Job) -> CandidateOutcome:
                                lang=ctx.lang, candidate_id=book.id, attempt=book.attempts,
                                rng=selection_rng(ctx.seed, job.index, book.reselections + 1),
                                avoid=ctx.avoid(job) | avoid,
-                               avoid_answers=known,
+                               avoid_answers=known, declined=avoid,
                                chunks=ctx.validation.chunks, vocabulary=_vocabulary(ctx))
         if again.draft is not None:
             book.drafted = again

@@ -49,11 +49,12 @@ def selection_rng(seed: int, index: int, reselection: int = 0) -> random.Random:
 
 
 def select_for(selection: Any, cell: Cell, lang: str, settings: Any, *, taxonomy: Taxonomy, rng: random.Random,
-               avoid: set[frozenset[str]] | None = None, avoid_answers: set[str] | None = None) -> Subgraph:
+               avoid: set[frozenset[str]] | None = None, avoid_answers: set[str] | None = None,
+               declined: set[frozenset[str]] | None = None) -> Subgraph:
     """A subgraph for ``cell`` with the run's selector settings, none of the ``avoid`` support
-    sets, no answer of ``avoid_answers``; raises ``NoSubgraph``."""
+    sets, no answer of ``avoid_answers``, not near a ``declined`` one; raises ``NoSubgraph``."""
     return select_subgraph(selection, cell, lang, rng, taxonomy=taxonomy, avoid_chunk_sets=avoid,
-                           avoid_answers=avoid_answers, params=selector_params(settings))
+                           avoid_answers=avoid_answers, declined=declined, params=selector_params(settings))
 
 
 def draft_for_cell(
@@ -69,12 +70,13 @@ def draft_for_cell(
     rng: random.Random,
     avoid: set[frozenset[str]] | None = None,
     avoid_answers: set[str] | None = None,
+    declined: set[frozenset[str]] | None = None,
     attempt: int = 0,
     chunks: Any = None,
     vocabulary: Any = None,
 ) -> Drafted:
     """Select a subgraph for ``cell`` (none of the ``avoid`` support sets, no answer of
-    ``avoid_answers``), state its facts, compose.
+    ``avoid_answers``, none near a ``declined`` subgraph), state its facts, compose.
 
     ``chunks`` (a ``ChunkSource``, e.g. the run's validation context's) gives the passages'
     texts; without it they are read from ``store``. ``vocabulary`` (the fixed BM25 index)
@@ -82,7 +84,7 @@ def draft_for_cell(
     out = Drafted(cell=cell)
     try:
         out.subgraph = select_for(selection, cell, lang, settings, taxonomy=taxonomy, rng=rng, avoid=avoid,
-                                  avoid_answers=avoid_answers)
+                                  avoid_answers=avoid_answers, declined=declined)
     except NoSubgraph as exc:
         out.stopped, out.reason, out.structural = "select", exc.reason, exc.structural
         return out

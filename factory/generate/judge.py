@@ -127,9 +127,10 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
 
     ``validation`` is the candidate's own context (its item id, subgraph and metered
     LLM); every draft and verdict goes to ``log`` as it lands. ``redraft(avoid, known)``
-    selects a new subgraph for the same cell (none of the support sets ``avoid``, no answer
-    of ``known``) and drafts it, for a reselection: a known answer stays known whatever
-    the passages, so every subgraph and answer reselected away from stays avoided.
+    selects a new subgraph for the same cell (none of the support sets ``avoid`` nor one that
+    mostly shares their passages, no answer of ``known``) and drafts it, for a reselection: a
+    known answer stays known whatever the passages, so every subgraph and answer reselected
+    away from stays avoided.
     """
     judgement = Judgement()
     draft = drafted.draft
@@ -150,6 +151,8 @@ def judge(drafted: Drafted, *, validation: ValidationContext, validators: list, 
             log.record_refused(drafted.subgraph, draft, result.failure)  # later runs draw it no more
         if step.action == "reselect" and redraft is not None:
             tried.add(frozenset(draft.support_chunk_ids))
+            if drafted.subgraph is not None:  # the whole subgraph, where pruning left part of it
+                tried.add(frozenset(drafted.subgraph.chunk_ids))
             if answer:
                 known.add(answer)
             again = redraft(set(tried), set(known))

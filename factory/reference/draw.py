@@ -95,7 +95,8 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
     (``select-N``, N the round), away from every support set tried in the draw and from every
     answer the candidate declined. In index order; ``no_subgraph`` where none is left.
     ``drawn``: this round's candidates drawn before (a revision's give-up declines a candidate
-    later than its first draft): kept out, their support sets avoided."""
+    later than its first draft): kept out, their support sets avoided. Like the loop, no
+    reselection mostly shares the passages of a subgraph its candidate declined."""
     from factory.generate.drafting import select_for, selection_rng
     from factory.graph.select import NoSubgraph, SelectionIndex
     from factory.records import Cell
@@ -107,11 +108,14 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
     done = {c.index for c in drawn}
     latest: dict[int, ReferenceCandidate] = {}
     known: dict[int, set[str]] = {}
+    tried: dict[int, set[frozenset[str]]] = {}
     for r in rounds:
         for c in r:
             latest[c.index] = c
-            if c.subgraph is not None and c.subgraph.answer_entity and declined(c):
-                known.setdefault(c.index, set()).add(c.subgraph.answer_entity)
+            if c.subgraph is not None and declined(c):
+                tried.setdefault(c.index, set()).add(frozenset(c.subgraph.chunk_ids))
+                if c.subgraph.answer_entity:
+                    known.setdefault(c.index, set()).add(c.subgraph.answer_entity)
     n = len(rounds)  # a candidate's N-th reselection follows N rounds (the draw is round 1)
     out: list[ReferenceCandidate] = []
     for index in sorted(latest):
@@ -121,7 +125,7 @@ def reselect_reference(rounds: list[list[ReferenceCandidate]], store: Any, lang:
         try:
             subgraph = select_for(selection, Cell.parse(cand.cell), lang, settings, taxonomy=taxonomy,
                                   rng=selection_rng(cand.seed, index, n), avoid=set(used),
-                                  avoid_answers=known.get(index, set()))
+                                  avoid_answers=known.get(index, set()), declined=tried.get(index, set()))
         except NoSubgraph as exc:
             out.append(ReferenceCandidate(index=index, seed=cand.seed, lang=lang, cell=cand.cell, status="no_subgraph",
                                           select_failure=exc.reason))

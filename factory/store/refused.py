@@ -41,10 +41,24 @@ def refused_keys(store: Any, lang: str) -> list[str]:
     return [r["entity_key"] for r in refused_answers(store, lang) if r["latest"] != FORGOTTEN]
 
 
+def run_only_keys(store: Any, lang: str, run_id: str) -> list[str]:
+    """The live answers that only run ``run_id`` refused (since each one's latest forget): what
+    that run alone keeps later runs from. An answer another run refused too stays refused."""
+    live = set(refused_keys(store, lang))
+    runs: dict[str, set[str]] = {}
+    for r in store.query("SELECT entity_key, run_id, reason FROM refused_answers WHERE lang = ? "
+                         "ORDER BY _written_at", [lang]):
+        if r["reason"] == FORGOTTEN:
+            runs.pop(r["entity_key"], None)  # refusals before a forget no longer count
+        else:
+            runs.setdefault(r["entity_key"], set()).add(r["run_id"] or "")
+    return sorted(k for k, by in runs.items() if k in live and by == {run_id})
+
+
 def forget(store: Any, lang: str, keys: list[str], note: str = "") -> int:
     """Let ``keys`` be drawn again (a ``forgotten`` row each); returns how many were refused."""
     live = set(refused_keys(store, lang))
-    stamp = time.strftime("%Y%m%dT%H%M%S")
+    stamp = time.time_ns()  # the row key holds draft_id: two forgets of one answer in a second are two rows
     rows = [refusal_row(lang, k, reason=FORGOTTEN, note=note, draft_id=f"forget-{stamp}-{k}") for k in keys if k in live]
     if rows:
         store.append("refused_answers", rows)

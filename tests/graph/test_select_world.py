@@ -255,6 +255,34 @@ def test_avoid_answers_a_model_already_knows(world):
     assert len(known) >= 2
 
 
+def test_a_reselection_is_never_mostly_the_subgraph_it_was_declined_for(world):
+    """A candidate that declined a subgraph passes its support as ``declined``: the next draw
+    shares less than half its passages with it (no same three candidates, no same start
+    passage with another answer), and says so when the cell has nothing else."""
+    from factory.graph.select import DECLINED_OVERLAP, near
+
+    assert near(frozenset("ab"), {frozenset("bc")}) and not near(frozenset("abc"), {frozenset("cd")})
+    for cell in (Cell(mechanic="chain", form="direct", answer_type="person"),
+                 Cell(mechanic="intersection", form="direct", answer_type="place")):
+        declined: set[frozenset[str]] = set()
+        drawn = 0
+        for _ in range(12):
+            try:
+                sub = select_subgraph(world, cell, "en", random.Random(3), declined=declined, params=SMALL,
+                                      taxonomy=TAX)
+            except NoSubgraph as exc:
+                assert "declined" in exc.reason
+                break
+            chunks = frozenset(sub.chunk_ids)
+            assert all(len(chunks & old) < DECLINED_OVERLAP * len(chunks) for old in declined)
+            declined.add(chunks)
+            drawn += 1
+        assert drawn >= 2, cell.key
+        # the same RNG without the declined sets draws the first subgraph again
+        again = select_subgraph(world, cell, "en", random.Random(3), params=SMALL, taxonomy=TAX)
+        assert near(frozenset(again.chunk_ids), declined)
+
+
 def test_refused_answers_leave_the_pools_without_reloading_the_index(world):
     """A row in refused_answers keeps the answer out of every fixed-answer pool from the next
     load on, without a reload of the index; a `forgotten` row lets it back in."""
