@@ -1,6 +1,7 @@
 """The gauntlet against the strong-writer reference set: does it keep what a strong composer writes?
 
     python -m bench.acceptance [--langs en,ru] [--dense] [--work DIR] [--reference-only]
+                               [--set SET [--reselect SET-reselect1,...] | --pool SET,SET,...]
 
 Per language, the shared corpus is ingested (chunks only, no model) into WORK/store-LANG
 and indexed into WORK/index-LANG (BM25; with --dense also the dense model of the
@@ -15,6 +16,13 @@ without a model (schema, answerable, leakage, shortcut):
 3. leaky multi-hop drafts: reference first drafts with rare words of hidden passages
    pasted into the question (factory/reference/adversarial.py);
 4. planted defects in the accepted reference drafts (the accepted drafts are the clean set).
+
+With ``--pool`` the reference figures are those of several draws together, each judged as
+the loop runs it (a declined subgraph followed by its reselection rounds, the
+``SET-reselectN`` fixtures that exist): one line per draw, the pooled table, and a 95%
+bootstrap interval over the pooled candidates; the adversarial sets are made from every
+draw of the pool. One draw of 40 moves by several candidates from seed to seed (English
+draws 12-16 kept 22 to 32 within two revisions), so the pool is the estimate to hold a goal to.
 
 The validators that need a model (closed_book, solvability, necessity, agent_run) do not
 run here and are reported as not run. The last line is a JSON summary.
@@ -107,6 +115,33 @@ def judge_with_reselections(lang: str, store: Any, index: Any, settings: Any, na
     return [final[i] for i in sorted(final)]
 
 
+def reselection_rounds(lang: str, name: str) -> list[str]:
+    """The set's reselection rounds that exist, in order (``NAME-reselect1``, ``NAME-reselect2``, ...)."""
+    rounds = []
+    while fixture(lang, f"{name}-reselect{len(rounds) + 1}").exists():
+        rounds.append(f"{name}-reselect{len(rounds) + 1}")
+    return rounds
+
+
+def judge_pool(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -> dict[str, list[Any]]:
+    """Each draw of the pool judged as the loop runs it: with its reselection rounds. A draw
+    the language does not have (the later draws are English only) is left out."""
+    return {name: judge_with_reselections(lang, store, index, settings, name, reselection_rounds(lang, name))
+            for name in names if fixture(lang, name).exists()}
+
+
+def bootstrap(flags: list[bool], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile interval of the share of True in ``flags`` (candidates resampled)."""
+    import random
+
+    if not flags:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(flags)
+    shares = sorted(sum(rng.choices(flags, k=n)) / n for _ in range(resamples))
+    return (round(shares[int(0.025 * resamples)], 3), round(shares[int(0.975 * resamples) - 1], 3))
+
+
 def _refused(drafts: list[tuple[str, Any, Any]], ctx: Any, validators: list[Any]) -> tuple[Counter, Counter]:
     """(refused by validator, total) per kind."""
     from factory.validate.gauntlet import run_gauntlet
@@ -191,6 +226,44 @@ def table(lang: str, judged: list[Any], title: str = "reference candidates (a su
             "refused": dict(reasons)}
 
 
+def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -> dict[str, Any]:
+    """The pool's figures: a line per draw (with its reselections), the pooled table, intervals."""
+    per_draw = judge_pool(lang, store, index, settings, names)
+    if not per_draw:
+        raise SystemExit(f"{lang}: none of the pool's draws exists ({', '.join(names)})")
+    missing = [name for name in names if name not in per_draw]
+    names = list(per_draw)
+    print(f"\n{lang}: each draw with its reselection rounds (first / within 2 of n)"
+          + (f"; not drawn in this language: {', '.join(missing)}" if missing else ""))
+    lines = {}
+    for name, judged in per_draw.items():
+        cands = [j for j in judged if j.status != "no_subgraph"]
+        lines[name] = {"first": sum(j.first for j in cands), "within_2": sum(j.within(2) for j in cands),
+                       "n": len(cands), "rounds": reselection_rounds(lang, name)}
+        print(f"  {name:12s} {lines[name]['first']:3d} / {lines[name]['within_2']:3d} of {lines[name]['n']}"
+              f"  ({', '.join(lines[name]['rounds']) or 'no reselections'})")
+    everything = [j for judged in per_draw.values() for j in judged]
+    ref = table(lang, everything, f"the pooled reference set ({', '.join(names)}), each draw with its reselections")
+    cands = [j for j in everything if j.status != "no_subgraph"]
+    intervals = {"first": bootstrap([j.first for j in cands]), "within_2": bootstrap([j.within(2) for j in cands])}
+    print(f"95% bootstrap intervals: first {intervals['first'][0]:.1%}-{intervals['first'][1]:.1%}, "
+          f"within 2 {intervals['within_2'][0]:.1%}-{intervals['within_2'][1]:.1%}")
+    return {"reference": ref, "per_draw": lines, "intervals": intervals}
+
+
+def _summed(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The adversarial figures of several draws as one."""
+    out: dict[str, Any] = {}
+    for key in ("leaky", "planted"):
+        by: Counter[str] = Counter()
+        total: Counter[str] = Counter()
+        for part in parts:
+            by.update(part[key]["by_validator"])
+            total.update({k: v["n"] for k, v in part[key]["kinds"].items()})
+        out[key] = _rates(by, total)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--langs", default="en,ru")
@@ -201,7 +274,11 @@ def main() -> None:
     parser.add_argument("--set", default="", help="another fixture set: LANG-SET.jsonl (e.g. draw1, the first draw)")
     parser.add_argument("--reselect", default="", help="reselection rounds of the set (e.g. draw10-reselect1): also "
                         "the table the loop gives when a declined subgraph is followed by its reselection")
+    parser.add_argument("--pool", default="", help="several draws (e.g. draw12,draw13), each with its reselection "
+                        "rounds: the reference figures of them all together")
     args = parser.parse_args()
+    if args.pool and (args.set or args.reselect):
+        parser.error("--pool names its draws itself: give it without --set and --reselect")
     if not CORPORA.exists():
         raise SystemExit(f"{CORPORA}: the shared corpora are needed")
     summary: dict[str, Any] = {"reference": {}, "validators_run": [], "single_hop_refused": {},
@@ -211,11 +288,19 @@ def main() -> None:
     for lang in args.langs.split(","):
         note(f"{lang}: preparing the store and index in {args.work}")
         store, index, settings = prepare(lang, args.work, args.dense)
-        judged = judge_reference(lang, store, index, settings, args.set)
-        ref = table(lang, judged)
-        summary["reference"][lang] = {k: ref[k] for k in ("first", "within_2", "n")}
         summary["validators_run"] = [v.name for v in model_free(settings)]
-        details[lang] = {"reference": ref}
+        if args.pool:
+            found = details[lang] = pooled(lang, store, index, settings, args.pool.split(","))
+            summary["reference"][lang] = {k: found["reference"][k] for k in ("first", "within_2", "n")}
+            if args.reference_only:
+                continue
+            sets = [(name, judge_reference(lang, store, index, settings, name)) for name in found["per_draw"]]
+        else:
+            judged = judge_reference(lang, store, index, settings, args.set)
+            ref = table(lang, judged)
+            summary["reference"][lang] = {k: ref[k] for k in ("first", "within_2", "n")}
+            details[lang] = {"reference": ref}
+            sets = [(args.set, judged)]
         if args.reselect:
             again = judge_with_reselections(lang, store, index, settings, args.set, args.reselect.split(","))
             details[lang]["with_reselection"] = table(
@@ -223,7 +308,7 @@ def main() -> None:
         if args.reference_only:
             continue
         sh = single_hop(lang, store, index, settings)
-        adv = adversarial(lang, judged, store, index, settings, args.set)
+        adv = _summed([adversarial(lang, judged, store, index, settings, name) for name, judged in sets])
         summary["single_hop_refused"][lang] = sh["share"]
         summary["leaky_multihop_refused"][lang] = adv["leaky"]["share"]
         planted["n"] += adv["planted"]["n"]

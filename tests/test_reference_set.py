@@ -62,7 +62,13 @@ and with it (20 / 36); English misses them (5 / 12: its writers found 12 honest 
 Draw 14 (en-draw14.jsonl, seed 83, English only, and its reselections) was drawn after the
 place-head and regnal-numeral kinds, the widened list rule and the revised comparison
 guidance: 8 / 12 alone (again 12 honest subgraphs of 40), 15 / 25 with the reselections,
-above both goals.
+above both goals. Draws 15 on were drawn with the refused answers of the earlier ones in the
+store, draws 16 on with the declined-overlap rule for their reselections.
+
+One draw of 40 moves by several candidates from seed to seed (English with the reselections:
+22 to 32 within two revisions over draws 12-17), so the goals are held on the pool: every draw
+written under the revised decline rule (draw 10 written again, then 11 on), each with its
+reselection rounds, as ``python -m bench.acceptance --pool`` reports it.
 """
 
 from __future__ import annotations
@@ -82,13 +88,19 @@ LATER = {("draw5", "en"): (14, 28), ("draw5", "ru"): (5, 31), ("draw6", "en"): (
          ("draw9", "en"): (10, 17), ("draw9", "ru"): (7, 17), ("draw10", "en"): (8, 11), ("draw10", "ru"): (6, 12),
          ("draw11", "en"): (7, 12), ("draw11", "ru"): (10, 22), ("draw12", "en"): (10, 17),
          ("draw12", "ru"): (12, 25), ("draw13", "en"): (5, 12), ("draw13", "ru"): (14, 26),
-         ("draw14", "en"): (8, 12), ("draw14", "ru"): (13, 29), ("draw15", "en"): (6, 10)}
+         ("draw14", "en"): (8, 12), ("draw14", "ru"): (13, 29), ("draw15", "en"): (6, 10),
+         ("draw16", "en"): (10, 16), ("draw17", "en"): (3, 12)}
 # draw 10 when a declined subgraph is followed by its reselections (two rounds), judged with BM25:
 # (accepted at the first question written, within two revisions) of 40, measured
 RESELECTED = {("draw10", "en"): (12, 19), ("draw10", "ru"): (12, 20), ("draw11", "en"): (13, 20),
               ("draw11", "ru"): (17, 34), ("draw12", "en"): (19, 29), ("draw12", "ru"): (14, 33),
               ("draw13", "en"): (9, 25), ("draw13", "ru"): (20, 36), ("draw14", "en"): (15, 25),
-              ("draw14", "ru"): (18, 36), ("draw15", "en"): (10, 22)}
+              ("draw14", "ru"): (18, 36), ("draw15", "en"): (10, 22), ("draw16", "en"): (19, 32),
+              ("draw17", "en"): (16, 31)}
+# every draw written under the revised decline rule, each with its reselection rounds: the goals
+# hold on them together (measured: en 98 / 177 of 280 before draw 17, ru 88 / 174 of 200)
+POOL = {"en": ["draw10-rewrite", "draw11", "draw12", "draw13", "draw14", "draw15", "draw16", "draw17"],
+        "ru": ["draw10-rewrite", "draw11", "draw12", "draw13", "draw14"]}
 # draw 10 written again by new writers under the composer's revised decline rule (a place or an
 # organisation both passages mention is a bridge), alone and with its own reselections; the
 # Russian set meets the issue's goals without reselection and is held to them
@@ -115,6 +127,19 @@ def prepared(tmp_path_factory: pytest.TempPathFactory, shared_corpora: Path):
         return built[lang]
 
     return get
+
+
+_WITH_RESELECTIONS: dict[tuple[str, str], list] = {}
+
+
+def with_reselections(prepared, lang: str, name: str) -> list:
+    """The draw judged as the loop runs it (its reselection rounds), once per session."""
+    from bench.acceptance import judge_with_reselections, reselection_rounds
+
+    if (lang, name) not in _WITH_RESELECTIONS:
+        _WITH_RESELECTIONS[(lang, name)] = judge_with_reselections(lang, *prepared(lang), name,
+                                                                   reselection_rounds(lang, name))
+    return _WITH_RESELECTIONS[(lang, name)]
 
 
 def judged_set(prepared, lang: str, name: str = "") -> tuple[list, list]:
@@ -162,9 +187,7 @@ def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> N
 def test_draws_with_the_loops_reselections_hold_what_was_measured(name: str, lang: str, prepared) -> None:
     """A decline costs the candidate nothing but a new subgraph: counted by its reselections'
     outcome (two rounds), draws 10-15 keep what was measured, and never fewer than without them."""
-    from bench.acceptance import judge_with_reselections
-
-    judged = judge_with_reselections(lang, *prepared(lang), name, [f"{name}-reselect1", f"{name}-reselect2"])
+    judged = with_reselections(prepared, lang, name)
     candidates = [j for j in judged if j.status != "no_subgraph"]
     first, within_2 = RESELECTED[(name, lang)]
     assert len(candidates) == 40
@@ -211,3 +234,19 @@ def test_comparisons_written_under_the_revised_guidance_hold_what_was_measured(p
     assert len(drafted) == 13 and all(j.within(2) for j in drafted), [
         (j.index, j.reason) for j in drafted if not j.within(2)]
     assert sum(j.first for j in candidates) >= 7
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_pooled_reference_set_meets_the_goals(lang: str, prepared) -> None:
+    """Every draw written under the revised decline rule, each as the loop runs it (a declined
+    subgraph followed by its reselections): together they reach 30% at the first question
+    written and 60% within two revisions, by every validator that runs without a model."""
+    from bench.acceptance import reselection_rounds
+
+    candidates = [j for name in POOL[lang] for j in with_reselections(prepared, lang, name) if j.status != "no_subgraph"]
+    assert len(candidates) == 40 * len(POOL[lang])
+    assert all(len(reselection_rounds(lang, name)) == 2 for name in POOL[lang])
+    first = sum(j.first for j in candidates)
+    within_2 = sum(j.within(2) for j in candidates)
+    assert first >= math.ceil(0.3 * len(candidates)), (first, len(candidates))
+    assert within_2 >= math.ceil(WITHIN_2 * len(candidates)), (within_2, len(candidates))
