@@ -105,3 +105,19 @@ def in_process(target: Callable[..., dict], *args: Any) -> dict[str, Any]:
     process.join()
     status, payload = result
     return payload
+
+
+def per_language(doc: str, measure: Callable[[str], dict[str, Any]],
+                 report: Callable[[str, dict[str, Any]], None]) -> dict[str, dict[str, Any]]:
+    """The shared main of the benches that read the labelled reference fixtures: ``--langs``,
+    then ``measure(lang)`` and ``report(lang, found)`` per language; returns the figures."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--langs", default="en,ru")
+    args = parser.parse_args()
+    summary = {}
+    for lang in args.langs.split(","):
+        summary[lang] = measure(lang)
+        report(lang, summary[lang])
+    return summary

@@ -14,12 +14,12 @@ of each its writers declined. Prints one line per language and a final JSON line
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections import Counter
 
 from bench.acceptance import FIXTURES
+from bench.common import per_language
 from factory.graph.select import DECLINED_OVERLAP
 from factory.reference.draw import declined
 from factory.reference.records import read_reference
@@ -56,20 +56,17 @@ def measure(lang: str) -> dict[str, object]:
     return {"draws": len(rounds(lang)), **{k: counts[k] for k in sorted(counts)}}
 
 
+def _report(lang: str, found: dict[str, object]) -> None:
+    near = found.get("near_declined", 0) + found.get("near_written", 0)
+    rest = sum(v for k, v in found.items() if k.startswith(("some_", "none_")))
+    rest_declined = found.get("some_declined", 0) + found.get("none_declined", 0)
+    print(f"{lang}: {found['draws']} draws' reselections; sharing {DECLINED_OVERLAP:.0%} or more of their passages "
+          f"with a declined subgraph: {found.get('near_declined', 0)} of {near} declined; the others: "
+          f"{rest_declined} of {rest} declined")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--langs", default="en,ru")
-    args = parser.parse_args()
-    summary = {}
-    for lang in args.langs.split(","):
-        found = summary[lang] = measure(lang)
-        near = found.get("near_declined", 0) + found.get("near_written", 0)
-        rest = sum(v for k, v in found.items() if k.startswith(("some_", "none_")))
-        rest_declined = found.get("some_declined", 0) + found.get("none_declined", 0)
-        print(f"{lang}: {found['draws']} draws' reselections; sharing {DECLINED_OVERLAP:.0%} or more of their passages "
-              f"with a declined subgraph: {found.get('near_declined', 0)} of {near} declined; the others: "
-              f"{rest_declined} of {rest} declined")
-    print(json.dumps(summary))
+    print(json.dumps(per_language(__doc__, measure, _report)))
 
 
 if __name__ == "__main__":

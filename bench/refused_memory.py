@@ -15,12 +15,12 @@ left out. Prints one line per language and a final JSON line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections import Counter
 
 from bench.acceptance import FIXTURES
+from bench.common import per_language
 from factory.reference.records import read_reference
 
 _SET = re.compile(r"^(?P<lang>en|ru)(?:-draw(?P<n>\d+)(?:-(?:rewrite|reselect\d|rewrite-reselect\d))*)?\.jsonl$")
@@ -68,19 +68,17 @@ def measure(lang: str) -> dict[str, object]:
             "per_draw": {n: dict(c) for n, c in per_draw.items()}}
 
 
+def _report(lang: str, found: dict[str, object]) -> None:
+    print(f"{lang}: {found['draws']} draws; {found['remembered']} fixed-answer subgraphs had an answer an earlier "
+          f"draw declined: {found['declined_again']} declined again, {found['written']} written")
+    for n, c in found["per_draw"].items():
+        print(f"  draw {n:2d}: {c.get('declined', 0) + c.get('written', 0):3d} fixed-answer subgraphs, "
+              f"{c.get('remembered_declined', 0) + c.get('remembered_written', 0):2d} with a remembered answer "
+              f"({c.get('remembered_written', 0)} written)")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--langs", default="en,ru")
-    args = parser.parse_args()
-    summary = {}
-    for lang in args.langs.split(","):
-        found = summary[lang] = measure(lang)
-        print(f"{lang}: {found['draws']} draws; {found['remembered']} fixed-answer subgraphs had an answer an earlier "
-              f"draw declined: {found['declined_again']} declined again, {found['written']} written")
-        for n, c in found["per_draw"].items():
-            print(f"  draw {n:2d}: {c.get('declined', 0) + c.get('written', 0):3d} fixed-answer subgraphs, "
-                  f"{c.get('remembered_declined', 0) + c.get('remembered_written', 0):2d} with a remembered answer "
-                  f"({c.get('remembered_written', 0)} written)")
+    summary = per_language(__doc__, measure, _report)
     print(json.dumps({lang: {k: v for k, v in s.items() if k != "per_draw"} for lang, s in summary.items()}))
 
 
