@@ -6,7 +6,8 @@ When a composer declines a subgraph the loop draws another for the same cell. Be
 ``DECLINED_OVERLAP`` rule (``factory.graph.select``) it only avoided the exact support set and
 the declined answer, so a comparison could come back with two of its three candidates (the
 same sports leagues), or a chain with its start passage and another answer. This reads the
-hand-labelled reselection rounds of the reference draws made before the rule and sorts each
+hand-labelled reselection rounds of the reference draws made before the rule (not draw 10's
+rewrite, whose reselections are draw 10's subgraphs written again) and sorts each
 reselection by the largest share of its passages it has in common with a subgraph its
 candidate declined before: at least ``DECLINED_OVERLAP``, some, or none; and counts how many
 of each its writers declined. Prints one line per language and a final JSON line.
@@ -33,8 +34,8 @@ def rounds(lang: str) -> dict[str, list[str]]:
     out: dict[str, list[tuple[int, str]]] = {}
     for path in FIXTURES.glob(f"{lang}-draw*-reselect*.jsonl"):
         m = _ROUND.match(path.name)
-        if m is None or int(m["n"]) >= RULE_FROM[lang]:
-            continue
+        if m is None or m["rewrite"] or int(m["n"]) >= RULE_FROM[lang]:
+            continue  # a rewrite's reselections are its draw's subgraphs written again: counted once
         out.setdefault(f"{lang}-draw{m['n']}{m['rewrite'] or ''}", []).append((int(m["k"]), path.name))
     return {stem: [name for _, name in sorted(found)] for stem, found in sorted(out.items())}
 
@@ -47,7 +48,7 @@ def measure(lang: str) -> dict[str, object]:
             rows = [c for c in read_reference(FIXTURES / name) if c.subgraph is not None]
             for c in rows if name != f"{stem}.jsonl" else ():
                 chunks = frozenset(c.subgraph.chunk_ids)
-                share = max((len(chunks & old) / len(chunks) for old in tried.get(c.index, ())), default=0.0)
+                share = max((len(chunks & old) / max(1, len(chunks)) for old in tried.get(c.index, ())), default=0.0)
                 near = "near" if share >= DECLINED_OVERLAP else ("some" if share > 0 else "none")
                 counts[f"{near}_{'declined' if declined(c) else 'written'}"] += 1
             for c in rows:  # a round's declines count from the next round on

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from factory.graph.select import near
 from factory.reference.draw import draw_reference, reselect_reference
 from factory.settings import Settings
 from factory.store import Store
@@ -42,6 +43,8 @@ def test_declined_candidates_are_reselected_as_the_loop_reselects(store) -> None
         if new.subgraph is not None:
             assert frozenset(new.subgraph.chunk_ids) not in drawn_sets
             assert old.subgraph.answer_entity is None or new.subgraph.answer_entity != old.subgraph.answer_entity
+            # not mostly the subgraph it replaces, as in the loop (factory.graph.select.near)
+            assert not near(frozenset(new.subgraph.chunk_ids), {frozenset(old.subgraph.chunk_ids)})
     again = reselect_reference([draw], store, "en", settings)
     def picked(cands):  # what was drawn, without the selection's timing figure
         return [(c.index, c.status, c.subgraph and (c.subgraph.chunk_ids, c.subgraph.answer_entity)) for c in cands]

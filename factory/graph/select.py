@@ -46,16 +46,17 @@ def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None
 # a reselection after a known answer (or near a declined subgraph) draws this many more subgraphs;
 # then the candidate keeps its verdict
 ANSWER_REDRAWS = 5
-# a reselection sharing at least this share of its chunks with a subgraph the candidate declined is
-# drawn again: it asks the composer nearly the same thing. On the reference draws 10-15, English
-# reselections of the old loop that did (the same three sports leagues or universities again, the
-# same start passage) were declined 12 times of 12, the others 241 of 323 (bench/declined_overlap.py)
+# a reselection sharing at least this share of its chunks with a subgraph the candidate reselected
+# away from (its composer declined it, or a model knew its answer) is drawn again: it asks nearly
+# the same thing. In the reference draws 10-15 (draw 10's rewrite left out: its reselections are
+# draw 10's subgraphs), 9 English reselections of the old loop did, mostly the same three sports
+# leagues or universities again, and all 9 were declined; the others 209 of 282 (bench/declined_overlap.py)
 DECLINED_OVERLAP = 0.5
 
 
 def near(chunks: frozenset[str], declined: set[frozenset[str]]) -> bool:
     """Does ``chunks`` share at least ``DECLINED_OVERLAP`` of its chunks with a declined subgraph?"""
-    return any(len(chunks & old) >= DECLINED_OVERLAP * len(chunks) for old in declined)
+    return bool(chunks) and any(len(chunks & old) >= DECLINED_OVERLAP * len(chunks) for old in declined)
 
 
 def select_subgraph(
@@ -76,7 +77,8 @@ def select_subgraph(
     mechanic's ``params`` in the taxonomy override (from settings ``compose.selector``).
     ``avoid_answers`` are answer entity keys a model already knows without evidence: a
     subgraph with one of them is drawn again, ``ANSWER_REDRAWS`` times at most; so is one
-    ``near`` a support set of ``declined`` (the subgraphs the candidate reselected away from).
+    ``near`` a support set of ``declined`` (the subgraphs the candidate reselected away from,
+    for a decline or a known answer).
     """
     start = time.perf_counter()
     index = store if isinstance(store, SelectionIndex) else SelectionIndex.load(store, lang)
