@@ -20,7 +20,7 @@ without a model (schema, answerable, leakage, shortcut):
 With ``--pool`` the reference figures are those of several draws together, each judged as
 the loop runs it (a declined subgraph followed by its reselection rounds, the
 ``SET-reselectN`` fixtures that exist): one line per draw, the pooled table, and a 95%
-bootstrap interval over the pooled candidates; the adversarial sets are made from every
+bootstrap interval that resamples whole draws; the adversarial sets are made from every
 draw of the pool. One draw of 40 moves by several candidates from seed to seed (English
 draws 12-16 kept 22 to 32 within two revisions), so the pool is the estimate to hold a goal to.
 
@@ -130,15 +130,21 @@ def judge_pool(lang: str, store: Any, index: Any, settings: Any, names: list[str
             for name in names if fixture(lang, name).exists()}
 
 
-def bootstrap(flags: list[bool], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """A 95% percentile interval of the share of True in ``flags`` (candidates resampled)."""
+def bootstrap(groups: list[list[bool]], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile interval of the share of True over ``groups`` pooled, resampling whole
+    groups (one per draw): candidates of one draw share its seed, its writers and its store, so
+    the draws, not the candidates, are the independent units."""
     import random
 
-    if not flags:
+    groups = [g for g in groups if g]
+    if not groups:
         return (0.0, 0.0)
     rng = random.Random(seed)
-    n = len(flags)
-    shares = sorted(sum(rng.choices(flags, k=n)) / n for _ in range(resamples))
+    shares = []
+    for _ in range(resamples):
+        picked = rng.choices(groups, k=len(groups))
+        shares.append(sum(sum(g) for g in picked) / sum(len(g) for g in picked))
+    shares.sort()
     return (round(shares[int(0.025 * resamples)], 3), round(shares[int(0.975 * resamples) - 1], 3))
 
 
@@ -244,10 +250,11 @@ def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -
               f"  ({', '.join(lines[name]['rounds']) or 'no reselections'})")
     everything = [j for judged in per_draw.values() for j in judged]
     ref = table(lang, everything, f"the pooled reference set ({', '.join(names)}), each draw with its reselections")
-    cands = [j for j in everything if j.status != "no_subgraph"]
-    intervals = {"first": bootstrap([j.first for j in cands]), "within_2": bootstrap([j.within(2) for j in cands])}
-    print(f"95% bootstrap intervals: first {intervals['first'][0]:.1%}-{intervals['first'][1]:.1%}, "
-          f"within 2 {intervals['within_2'][0]:.1%}-{intervals['within_2'][1]:.1%}")
+    draws = [[j for j in judged if j.status != "no_subgraph"] for judged in per_draw.values()]
+    intervals = {"first": bootstrap([[j.first for j in d] for d in draws]),
+                 "within_2": bootstrap([[j.within(2) for j in d] for d in draws])}
+    print(f"95% bootstrap intervals over the {len(draws)} draws: first {intervals['first'][0]:.1%}-"
+          f"{intervals['first'][1]:.1%}, within 2 {intervals['within_2'][0]:.1%}-{intervals['within_2'][1]:.1%}")
     return {"reference": ref, "per_draw": lines, "intervals": intervals}
 
 
@@ -279,6 +286,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.pool and (args.set or args.reselect):
         parser.error("--pool names its draws itself: give it without --set and --reselect")
+    pool = [name.strip() for name in args.pool.split(",")] if args.pool else []
+    if "" in pool or len(set(pool)) != len(pool):
+        parser.error(f"--pool {args.pool!r}: each draw once, no empty names")
+    unknown = [name for name in pool if not any(fixture(lang, name).exists() for lang in args.langs.split(","))]
+    if unknown:
+        parser.error(f"--pool: no fixture {', '.join(unknown)} in {FIXTURES} for {args.langs}")
     if not CORPORA.exists():
         raise SystemExit(f"{CORPORA}: the shared corpora are needed")
     summary: dict[str, Any] = {"reference": {}, "validators_run": [], "single_hop_refused": {},
@@ -290,7 +303,7 @@ def main() -> None:
         store, index, settings = prepare(lang, args.work, args.dense)
         summary["validators_run"] = [v.name for v in model_free(settings)]
         if args.pool:
-            found = details[lang] = pooled(lang, store, index, settings, args.pool.split(","))
+            found = details[lang] = pooled(lang, store, index, settings, pool)
             summary["reference"][lang] = {k: found["reference"][k] for k in ("first", "within_2", "n")}
             if args.reference_only:
                 continue

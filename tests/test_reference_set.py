@@ -133,7 +133,7 @@ _WITH_RESELECTIONS: dict[tuple[str, str], list] = {}
 
 
 def with_reselections(prepared, lang: str, name: str) -> list:
-    """The draw judged as the loop runs it (its reselection rounds), once per session."""
+    """The draw judged as the loop runs it (its reselection rounds), once per test module run."""
     from bench.acceptance import judge_with_reselections, reselection_rounds
 
     if (lang, name) not in _WITH_RESELECTIONS:
@@ -186,7 +186,10 @@ def test_later_draws_hold_what_was_measured(name: str, lang: str, prepared) -> N
 @pytest.mark.parametrize("name,lang", sorted(RESELECTED))
 def test_draws_with_the_loops_reselections_hold_what_was_measured(name: str, lang: str, prepared) -> None:
     """A decline costs the candidate nothing but a new subgraph: counted by its reselections'
-    outcome (two rounds), draws 10-15 keep what was measured, and never fewer than without them."""
+    outcome (two rounds), draws 10-17 keep what was measured, and never fewer than without them."""
+    from bench.acceptance import reselection_rounds
+
+    assert len(reselection_rounds(lang, name)) == 2
     judged = with_reselections(prepared, lang, name)
     candidates = [j for j in judged if j.status != "no_subgraph"]
     first, within_2 = RESELECTED[(name, lang)]

@@ -199,6 +199,8 @@ def refused_command(
     from factory.store.refused import forget as forget_answers
 
     the_store = Store(store, create=False)
+    if forget_run and forget:
+        raise typer.BadParameter("give --forget or --forget-run, not both", param_hint="--forget-run")
     if forget_run:
         keys = run_only_keys(the_store, lang, forget_run)
         n = forget_answers(the_store, lang, keys, note or f"forgotten with run {forget_run}")

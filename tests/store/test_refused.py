@@ -35,3 +35,6 @@ def test_forgetting_a_run_lets_back_only_the_answers_no_other_run_refused(store)
     notes = {r["entity_key"]: r["note"] for r in rows if r["latest"] == "forgotten"}
     assert notes == {"weak only": "forgotten with run weak", "forgotten then weak": "forgotten with run weak"}
     assert run_only_keys(store, "en", "weak") == []  # nothing left to forget
+    both = CliRunner().invoke(app, ["refused", "--store", str(store.root), "--lang", "en", "--forget", "both",
+                                    "--forget-run", "strong"])
+    assert both.exit_code != 0 and sorted(refused_keys(store, "en")) == ["both", "strong only"]
