@@ -241,18 +241,17 @@ def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -
     names = list(per_draw)
     print(f"\n{lang}: each draw with its reselection rounds (first / within 2 of n)"
           + (f"; not drawn in this language: {', '.join(missing)}" if missing else ""))
+    draws = {name: [j for j in judged if j.status != "no_subgraph"] for name, judged in per_draw.items()}
     lines = {}
-    for name, judged in per_draw.items():
-        cands = [j for j in judged if j.status != "no_subgraph"]
+    for name, cands in draws.items():
         lines[name] = {"first": sum(j.first for j in cands), "within_2": sum(j.within(2) for j in cands),
                        "n": len(cands), "rounds": reselection_rounds(lang, name)}
         print(f"  {name:12s} {lines[name]['first']:3d} / {lines[name]['within_2']:3d} of {lines[name]['n']}"
               f"  ({', '.join(lines[name]['rounds']) or 'no reselections'})")
-    everything = [j for judged in per_draw.values() for j in judged]
-    ref = table(lang, everything, f"the pooled reference set ({', '.join(names)}), each draw with its reselections")
-    draws = [[j for j in judged if j.status != "no_subgraph"] for judged in per_draw.values()]
-    intervals = {"first": bootstrap([[j.first for j in d] for d in draws]),
-                 "within_2": bootstrap([[j.within(2) for j in d] for d in draws])}
+    ref = table(lang, [j for cands in draws.values() for j in cands],
+                f"the pooled reference set ({', '.join(names)}), each draw with its reselections")
+    intervals = {"first": bootstrap([[j.first for j in d] for d in draws.values()]),
+                 "within_2": bootstrap([[j.within(2) for j in d] for d in draws.values()])}
     print(f"95% bootstrap intervals over the {len(draws)} draws: first {intervals['first'][0]:.1%}-"
           f"{intervals['first'][1]:.1%}, within 2 {intervals['within_2'][0]:.1%}-{intervals['within_2'][1]:.1%}")
     return {"reference": ref, "per_draw": lines, "intervals": intervals}

@@ -21,7 +21,7 @@ from collections import Counter
 
 from bench.acceptance import FIXTURES
 from bench.common import per_language
-from factory.graph.select import DECLINED_OVERLAP
+from factory.graph.select import DECLINED_OVERLAP, near
 from factory.reference.draw import declined
 from factory.reference.records import read_reference
 
@@ -36,24 +36,23 @@ def rounds(lang: str) -> dict[str, list[str]]:
         m = _ROUND.match(path.name)
         if m is None or m["rewrite"] or int(m["n"]) >= RULE_FROM[lang]:
             continue  # a rewrite's reselections are its draw's subgraphs written again: counted once
-        out.setdefault(f"{lang}-draw{m['n']}{m['rewrite'] or ''}", []).append((int(m["k"]), path.name))
+        out.setdefault(f"{lang}-draw{m['n']}", []).append((int(m["k"]), path.name))
     return {stem: [name for _, name in sorted(found)] for stem, found in sorted(out.items())}
 
 
 def measure(lang: str) -> dict[str, object]:
     counts: Counter[str] = Counter()
     for stem, later in rounds(lang).items():
-        tried: dict[int, list[frozenset[str]]] = {}  # candidate -> the subgraphs it declined so far
+        tried: dict[int, set[frozenset[str]]] = {}  # candidate -> the subgraphs it declined so far
         for name in [f"{stem}.jsonl", *later]:
             rows = [c for c in read_reference(FIXTURES / name) if c.subgraph is not None]
             for c in rows if name != f"{stem}.jsonl" else ():
-                chunks = frozenset(c.subgraph.chunk_ids)
-                share = max((len(chunks & old) / max(1, len(chunks)) for old in tried.get(c.index, ())), default=0.0)
-                near = "near" if share >= DECLINED_OVERLAP else ("some" if share > 0 else "none")
-                counts[f"{near}_{'declined' if declined(c) else 'written'}"] += 1
+                chunks, before = frozenset(c.subgraph.chunk_ids), tried.get(c.index, set())
+                kind = "near" if near(chunks, before) else ("some" if any(chunks & old for old in before) else "none")
+                counts[f"{kind}_{'declined' if declined(c) else 'written'}"] += 1
             for c in rows:  # a round's declines count from the next round on
                 if declined(c):
-                    tried.setdefault(c.index, []).append(frozenset(c.subgraph.chunk_ids))
+                    tried.setdefault(c.index, set()).add(frozenset(c.subgraph.chunk_ids))
     return {"draws": len(rounds(lang)), **{k: counts[k] for k in sorted(counts)}}
 
 

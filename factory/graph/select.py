@@ -45,7 +45,7 @@ def selector_params(mechanic_params: dict[str, Any], base: SelectorParams | None
 
 # a reselection after a known answer (or near a declined subgraph) draws this many more subgraphs;
 # then the candidate keeps its verdict
-ANSWER_REDRAWS = 5
+REDRAWS = 5
 # a reselection sharing at least this share of its chunks with a subgraph the candidate reselected
 # away from (its composer declined it, or a model knew its answer) is drawn again: it asks nearly
 # the same thing. In the reference draws 10-15 (draw 10's rewrite left out: its reselections are
@@ -76,7 +76,7 @@ def select_subgraph(
     ``taxonomy`` defaults to the repository's; ``params`` gives the defaults that the
     mechanic's ``params`` in the taxonomy override (from settings ``compose.selector``).
     ``avoid_answers`` are answer entity keys a model already knows without evidence: a
-    subgraph with one of them is drawn again, ``ANSWER_REDRAWS`` times at most; so is one
+    subgraph with one of them is drawn again, ``REDRAWS`` times at most; so is one
     ``near`` a support set of ``declined`` (the subgraphs the candidate reselected away from,
     for a decline or a known answer).
     """
@@ -94,7 +94,7 @@ def select_subgraph(
     labels = frozenset(spec.answer_type.labels)
     avoid = set(avoid_chunk_sets or ())
     merged = selector_params(spec.mechanic.params, params)
-    for _ in range(1 + ANSWER_REDRAWS):
+    for _ in range(1 + REDRAWS):
         subgraph = selector(index, cell, labels, merged, rng, avoid)
         known = subgraph.answer_entity is not None and subgraph.answer_entity in (avoid_answers or ())
         if not known and not near(frozenset(subgraph.chunk_ids), declined or set()):
@@ -103,7 +103,7 @@ def select_subgraph(
                 subgraph.figures["refused_answers"] = len(index.refused)  # what the draw was kept from
             return subgraph
         avoid.add(frozenset(subgraph.chunk_ids))
-    raise NoSubgraph(f"{cell.key}: every subgraph drawn ({1 + ANSWER_REDRAWS}) has an answer a model already "
+    raise NoSubgraph(f"{cell.key}: every subgraph drawn ({1 + REDRAWS}) has an answer a model already "
                      f"knows without evidence ({', '.join(sorted(avoid_answers or ())) or 'none'}) or shares "
                      f"{DECLINED_OVERLAP:.0%} or more of its passages with a subgraph this candidate declined")
 

@@ -43,8 +43,8 @@ def refused_keys(store: Any, lang: str) -> list[str]:
 
 def run_only_keys(store: Any, lang: str, run_id: str) -> list[str]:
     """The live answers that only run ``run_id`` refused (since each one's latest forget): what
-    that run alone keeps later runs from. An answer another run refused too stays refused."""
-    live = set(refused_keys(store, lang))
+    that run alone keeps later runs from. An answer another run refused too stays refused.
+    Rows in the order written: a forget empties an answer's runs, so what is left is live."""
     runs: dict[str, set[str]] = {}
     for r in store.query("SELECT entity_key, run_id, reason FROM refused_answers WHERE lang = ? "
                          "ORDER BY _written_at", [lang]):
@@ -52,7 +52,7 @@ def run_only_keys(store: Any, lang: str, run_id: str) -> list[str]:
             runs.pop(r["entity_key"], None)  # refusals before a forget no longer count
         else:
             runs.setdefault(r["entity_key"], set()).add(r["run_id"] or "")
-    return sorted(k for k, by in runs.items() if k in live and by == {run_id})
+    return sorted(k for k, by in runs.items() if by == {run_id})
 
 
 def forget(store: Any, lang: str, keys: list[str], note: str = "") -> int:
