@@ -27,15 +27,26 @@ def store(tmp_path_factory):
     return store
 
 
-def test_declined_candidates_are_reselected_as_the_loop_reselects(store) -> None:
+def test_declined_candidates_are_reselected_as_the_loop_reselects(store, monkeypatch) -> None:
+    import factory.generate.drafting as drafting
+
     settings = Settings()
+    declined_passed = []  # what each reselection was told it declined (the fixture corpus has no near
+    real_select = drafting.select_for  # repeat to draw, so the rule itself is checked on what is passed)
+
+    def spy(*args, **kwargs):
+        declined_passed.append(kwargs["declined"])
+        return real_select(*args, **kwargs)
+
     draw = draw_reference(store, "en", 6, 7, settings)
     drafted = [c for c in draw if c.subgraph is not None]
     declined = drafted[:3]
     for cand in declined:
         cand.status = "no_honest_question"
+    monkeypatch.setattr(drafting, "select_for", spy)
     first = reselect_reference([draw], store, "en", settings)
     assert [c.index for c in first] == [c.index for c in declined]
+    assert declined_passed == [{frozenset(c.subgraph.chunk_ids)} for c in declined]
     assert sum(c.subgraph is not None for c in first) >= 2  # the checks below have subgraphs to look at
     drawn_sets = {frozenset(c.subgraph.chunk_ids) for c in draw if c.subgraph is not None}
     for old, new in zip(declined, first):
@@ -43,7 +54,8 @@ def test_declined_candidates_are_reselected_as_the_loop_reselects(store) -> None
         if new.subgraph is not None:
             assert frozenset(new.subgraph.chunk_ids) not in drawn_sets
             assert old.subgraph.answer_entity is None or new.subgraph.answer_entity != old.subgraph.answer_entity
-            # not mostly the subgraph it replaces, as in the loop (factory.graph.select.near)
+            # not mostly the subgraph it replaces (factory.graph.select.near; tests/graph/test_select_world.py
+            # draws the near repeats that this corpus does not)
             assert not near(frozenset(new.subgraph.chunk_ids), {frozenset(old.subgraph.chunk_ids)})
     again = reselect_reference([draw], store, "en", settings)
     def picked(cands):  # what was drawn, without the selection's timing figure

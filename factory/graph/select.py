@@ -94,18 +94,28 @@ def select_subgraph(
     labels = frozenset(spec.answer_type.labels)
     avoid = set(avoid_chunk_sets or ())
     merged = selector_params(spec.mechanic.params, params)
+    known_drawn = near_drawn = 0
     for _ in range(1 + REDRAWS):
         subgraph = selector(index, cell, labels, merged, rng, avoid)
         known = subgraph.answer_entity is not None and subgraph.answer_entity in (avoid_answers or ())
-        if not known and not near(frozenset(subgraph.chunk_ids), declined or set()):
+        repeat = near(frozenset(subgraph.chunk_ids), declined or set())
+        if not known and not repeat:
             subgraph.figures["select_ms"] = round((time.perf_counter() - start) * 1000, 3)
             if subgraph.answer_entity is not None and merged.avoid_refused and index.refused:
                 subgraph.figures["refused_answers"] = len(index.refused)  # what the draw was kept from
             return subgraph
+        known_drawn += known
+        near_drawn += repeat
         avoid.add(frozenset(subgraph.chunk_ids))
-    raise NoSubgraph(f"{cell.key}: every subgraph drawn ({1 + REDRAWS}) has an answer a model already "
-                     f"knows without evidence ({', '.join(sorted(avoid_answers or ())) or 'none'}) or shares "
-                     f"{DECLINED_OVERLAP:.0%} or more of its passages with a subgraph this candidate declined")
+    # the reason counts each cause, so a user reading it knows whether a decline or a known answer ended it
+    causes = []
+    if known_drawn:
+        causes.append(f"{known_drawn} with an answer a model already knows without evidence "
+                      f"({', '.join(sorted(avoid_answers or ()))})")
+    if near_drawn:
+        causes.append(f"{near_drawn} sharing {DECLINED_OVERLAP:.0%} or more of its passages with a subgraph "
+                      f"this candidate declined")
+    raise NoSubgraph(f"{cell.key}: no subgraph left in {1 + REDRAWS} draws: {'; '.join(causes)}")
 
 
 def unsupported_cells(store: Any, cells: list[Cell], lang: str, *, taxonomy: Any = None, seed: int = 0,
