@@ -82,14 +82,15 @@ def judge_reference(lang: str, store: Any, index: Any, settings: Any, name: str 
 
 
 def judge_with_reselections(lang: str, store: Any, index: Any, settings: Any, name: str,
-                            rounds: list[str]) -> list[Any]:
+                            rounds: list[str], alone: list[Any] | None = None) -> list[Any]:
     """The set judged as the generation loop runs it when its composer may decline: a candidate
     whose writer found no honest question on its subgraph (or gave up revising it) is counted
     by its reselection's outcome (``rounds``: the reselection fixtures, in order, from
     ``bench.reference_draw --reselect``). A reselection the selector found nothing for leaves
     the decline standing. The revisions are the candidate's, as in the loop: a reviser who
     gave up spent one, and a reselection's draft is counted after every revision spent before
-    it (``accepted_at`` shifted by them), so ``within(2)`` keeps the loop's budget."""
+    it (``accepted_at`` shifted by them), so ``within(2)`` keeps the loop's budget. ``alone``:
+    the set as ``judge_reference`` judged it, where the caller has it (not judged twice)."""
     from factory.reference.draw import declined, gave_up
     from factory.reference.judge import judge_candidate, reference_context
     from factory.reference.records import read_reference
@@ -97,7 +98,9 @@ def judge_with_reselections(lang: str, store: Any, index: Any, settings: Any, na
     ctx = reference_context(store, index, settings)
     validators = model_free(settings)
     latest = {c.index: c for c in read_reference(fixture(lang, name))}
-    final = {i: judge_candidate(c, ctx, validators) for i, c in latest.items()}
+    if alone is None:
+        alone = judge_reference(lang, store, index, settings, name)
+    final = {j.index: j for j in alone}
     spent = dict.fromkeys(latest, 0)  # revisions the candidate spent on its earlier subgraphs
     for round_name in rounds:
         for cand in read_reference(fixture(lang, round_name)):
@@ -123,11 +126,17 @@ def reselection_rounds(lang: str, name: str) -> list[str]:
     return rounds
 
 
-def judge_pool(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -> dict[str, list[Any]]:
-    """Each draw of the pool judged as the loop runs it: with its reselection rounds. A draw
-    the language does not have (the later draws are English only) is left out."""
-    return {name: judge_with_reselections(lang, store, index, settings, name, reselection_rounds(lang, name))
-            for name in names if fixture(lang, name).exists()}
+def judge_pool(lang: str, store: Any, index: Any, settings: Any,
+               names: list[str]) -> dict[str, tuple[list[Any], list[Any]]]:
+    """Each draw of the pool judged alone and as the loop runs it (with its reselection rounds).
+    A draw the language does not have (the later draws are English only) is left out."""
+    out = {}
+    for name in names:
+        if fixture(lang, name).exists():
+            alone = judge_reference(lang, store, index, settings, name)
+            out[name] = (alone, judge_with_reselections(lang, store, index, settings, name,
+                                                        reselection_rounds(lang, name), alone))
+    return out
 
 
 def bootstrap(groups: list[list[bool]], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -232,8 +241,10 @@ def table(lang: str, judged: list[Any], title: str = "reference candidates (a su
             "refused": dict(reasons)}
 
 
-def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -> dict[str, Any]:
-    """The pool's figures: a line per draw (with its reselections), the pooled table, intervals."""
+def pooled(lang: str, store: Any, index: Any, settings: Any,
+           names: list[str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The pool's figures (a line per draw with its reselections, the pooled table, intervals),
+    and each draw judged alone, of which the adversarial sets are made."""
     per_draw = judge_pool(lang, store, index, settings, names)
     if not per_draw:
         raise SystemExit(f"{lang}: none of the pool's draws exists ({', '.join(names)})")
@@ -241,7 +252,7 @@ def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -
     names = list(per_draw)
     print(f"\n{lang}: each draw with its reselection rounds (first / within 2 of n)"
           + (f"; not drawn in this language: {', '.join(missing)}" if missing else ""))
-    draws = {name: [j for j in judged if j.status != "no_subgraph"] for name, judged in per_draw.items()}
+    draws = {name: [j for j in again if j.status != "no_subgraph"] for name, (_, again) in per_draw.items()}
     lines = {}
     for name, cands in draws.items():
         lines[name] = {"first": sum(j.first for j in cands), "within_2": sum(j.within(2) for j in cands),
@@ -254,7 +265,7 @@ def pooled(lang: str, store: Any, index: Any, settings: Any, names: list[str]) -
                  "within_2": bootstrap([[j.within(2) for j in d] for d in draws.values()])}
     print(f"95% bootstrap intervals over the {len(draws)} draws: first {intervals['first'][0]:.1%}-"
           f"{intervals['first'][1]:.1%}, within 2 {intervals['within_2'][0]:.1%}-{intervals['within_2'][1]:.1%}")
-    return {"reference": ref, "per_draw": lines, "intervals": intervals}
+    return {"reference": ref, "per_draw": lines, "intervals": intervals}, {n: a for n, (a, _) in per_draw.items()}
 
 
 def _summed(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -302,11 +313,10 @@ def main() -> None:
         store, index, settings = prepare(lang, args.work, args.dense)
         summary["validators_run"] = [v.name for v in model_free(settings)]
         if args.pool:
-            found = details[lang] = pooled(lang, store, index, settings, pool)
+            found, alone = pooled(lang, store, index, settings, pool)
+            details[lang] = found
             summary["reference"][lang] = {k: found["reference"][k] for k in ("first", "within_2", "n")}
-            if args.reference_only:
-                continue
-            sets = [(name, judge_reference(lang, store, index, settings, name)) for name in found["per_draw"]]
+            sets = list(alone.items())
         else:
             judged = judge_reference(lang, store, index, settings, args.set)
             ref = table(lang, judged)
@@ -314,7 +324,7 @@ def main() -> None:
             details[lang] = {"reference": ref}
             sets = [(args.set, judged)]
         if args.reselect:
-            again = judge_with_reselections(lang, store, index, settings, args.set, args.reselect.split(","))
+            again = judge_with_reselections(lang, store, index, settings, args.set, args.reselect.split(","), judged)
             details[lang]["with_reselection"] = table(
                 lang, again, f"the same candidates, a declined subgraph followed by its reselection ({args.reselect})")
         if args.reference_only:
